@@ -1,0 +1,9 @@
+"""fairseq plugin: Compositional Attention, compositional-generalization Transformer variants and
+the Graph-Transformer encoder. Load with ``--user-dir fairseq_plugins`` (or ``import fairseq_plugins``).
+"""
+
+from .safe_checkpoints import register_safe_globals
+
+register_safe_globals()
+
+from . import criterions, models, modules, tasks  # noqa: E402,F401  (registers with fairseq)

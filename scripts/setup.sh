@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Create ./.venv with torch, fairseq (ve-fairseq wheel) and the plugin. Idempotent.
+set -euo pipefail
+
+usage() {
+  cat <<'USAGE'
+Usage: bash scripts/setup.sh [--force]
+
+Creates ./.venv (Python 3.11) and installs, idempotently:
+  torch==2.13.0 (override with TORCH_SPEC, e.g. TORCH_SPEC="torch==2.13.0 --index-url <cuda index>"),
+  the pinned requirements.txt, fairseq as ve-fairseq==0.12.3 with --no-deps (its torchaudio
+  requirement would pull a second multi-GB torch; fairseq's translation and LM code never import it),
+  and this plugin in editable mode.
+  --force   reinstall even if the stamp file says the venv is up to date.
+Environment: PYTHON (default python3.11 or python3), VENV (default ./.venv).
+USAGE
+}
+
+force=0
+for arg in "$@"; do
+  case "$arg" in
+    -h|--help) usage; exit 0 ;;
+    --force) force=1 ;;
+    *) echo "setup.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=${VENV:-$root/.venv}
+python=${PYTHON:-$(command -v python3.11 || command -v python3)}
+torch_spec=${TORCH_SPEC:-torch==2.13.0}
+stamp=$venv/.setup-stamp
+want=$(cat "$root/requirements.txt" "$root/setup.py" "$0" | sha1sum | cut -c1-16)-$torch_spec
+
+if [[ $force == 0 && -f $stamp && $(cat "$stamp") == "$want" ]]; then
+  exit 0
+fi
+
+"$python" -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 10) else 1)' \
+  || { echo "setup.sh: Python >= 3.10 is required (PYTHON=$python)" >&2; exit 1; }
+
+echo "setup.sh: creating $venv" >&2
+[[ -x $venv/bin/python ]] || "$python" -m venv "$venv"
+pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
+# shellcheck disable=SC2086
+"${pip[@]}" $torch_spec
+"${pip[@]}" -r "$root/requirements.txt"
+"${pip[@]}" --no-deps ve-fairseq==0.12.3
+"${pip[@]}" --no-deps --no-build-isolation -e "$root"
+"$venv/bin/python" -c 'import fairseq, torch, fairseq_plugins; print("setup.sh: torch", torch.__version__, "fairseq", fairseq.__version__)' >&2
+echo "$want" > "$stamp"
