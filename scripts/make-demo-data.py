@@ -59,7 +59,9 @@ def sample_pair(rng, lex, n_clauses, nouns, adjs, verbs):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("outdir")
     p.add_argument("--train", type=int, default=20000)
     p.add_argument("--valid", type=int, default=500)
@@ -93,7 +95,9 @@ def main():
         for lang, idx in ((args.src, 0), (args.tgt, 1)):
             with open(os.path.join(args.outdir, f"{split}.{lang}"), "w") as f:
                 f.writelines(p[idx] + "\n" for p in pairs)
-    print(f"make-demo-data: wrote {args.outdir}/{{train,valid,test,test-long}}.{{{args.src},{args.tgt}}}")
+    print(
+        f"make-demo-data: wrote {args.outdir}/{{train,valid,test,test-long}}.{{{args.src},{args.tgt}}}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,1 @@
+"""Evaluation metrics shared by the scripts and tasks (sequence-level accuracy)."""

@@ -1,0 +1,58 @@
+"""Presets of "Making Transformers Solve Compositional Tasks" (Ontañón et al. 2022), named after
+the paper's table rows.
+
+- Sizes: ``compgen_{small,large}_{2,4,6}[s]``: small d=64/ffn 256/4 heads, large d=128/ffn 512/8
+  heads, l encoder and l decoder layers, ``s`` = weight sharing across layers.
+- Positions on the small 2-layer model: ``compgen_abs``, ``compgen_rel_{e,b,eb}`` (self-attention)
+  and ``compgen_rel2_{e,b,eb}`` (also decoder-to-encoder), each with ``_c`` for the copy decoder.
+The paper's training defaults are post-norm and dropout 0.1. All options still combine: e.g.
+``--arch compgen_large_6s --rel-pos eb --rel-pos-cross --copy-decoder``.
+"""
+
+from fairseq.models import register_model_architecture
+
+from .variant_transformer import variant_base_architecture
+
+SIZES = {"small": (64, 256, 4), "large": (128, 512, 8)}
+
+
+def compgen_shape(args, size, layers):
+    dim, ffn, heads = SIZES[size]
+    for side in ("encoder", "decoder"):
+        setattr(args, f"{side}_embed_dim", getattr(args, f"{side}_embed_dim", dim))
+        setattr(args, f"{side}_ffn_embed_dim", getattr(args, f"{side}_ffn_embed_dim", ffn))
+        setattr(args, f"{side}_attention_heads", getattr(args, f"{side}_attention_heads", heads))
+        setattr(args, f"{side}_layers", getattr(args, f"{side}_layers", layers))
+    args.dropout = getattr(args, "dropout", 0.1)
+
+
+def _register(name, size, layers, shared=False, rel_pos=None, cross=False, copy=False):
+    @register_model_architecture("variant_transformer", name)
+    def arch(args):
+        compgen_shape(args, size, layers)
+        if shared:
+            args.share_encoder_layers = args.share_decoder_layers = True
+        if rel_pos and getattr(args, "rel_pos", None) is None:
+            args.rel_pos = rel_pos
+        if cross:
+            args.rel_pos_cross = True
+        if copy:
+            args.copy_decoder = True
+        variant_base_architecture(args)
+
+    arch.__name__ = name
+
+
+for _size in SIZES:
+    for _layers in (2, 4, 6):
+        _register(f"compgen_{_size}_{_layers}", _size, _layers)
+        _register(f"compgen_{_size}_{_layers}s", _size, _layers, shared=True)
+
+for _copy in (False, True):
+    _suffix = "_c" if _copy else ""
+    _register(f"compgen_abs{_suffix}", "small", 2, copy=_copy)
+    for _mode in ("e", "b", "eb"):
+        _register(f"compgen_rel_{_mode}{_suffix}", "small", 2, rel_pos=_mode, copy=_copy)
+        _register(
+            f"compgen_rel2_{_mode}{_suffix}", "small", 2, rel_pos=_mode, cross=True, copy=_copy
+        )

@@ -1,0 +1,209 @@
+"""Shared machinery of our attention modules: fairseq's call signature and incremental state,
+one fused ``F.scaled_dot_product_attention`` call with an additive float bias (masks plus relative
+positions), and attention weights on request.
+
+Subclasses define the projections (``project_query``, ``project_key_value``) and how the attended
+values become the output (``combine``). fairseq's own ``MultiheadAttention`` only takes a 2-D shared
+mask and cannot carry a per-head float bias, hence this module.
+"""
+
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from fairseq.incremental_decoding_utils import with_incremental_state
+from fairseq.modules import MultiheadAttention
+from fairseq.modules.fairseq_dropout import FairseqDropout
+from torch import Tensor
+
+from .relative_positions import RelativePositionBias
+
+
+def mask_value(dtype):
+    # Finite, so that a fully masked row (all padding) gives a uniform, not NaN, distribution,
+    # and two added masks (causal + padding) cannot overflow to -inf.
+    return torch.finfo(dtype).min / 4
+
+
+def additive_mask(attn_mask, key_padding_mask, bsz, tgt_len, src_len, dtype):
+    """Combine fairseq's masks into one float bias broadcastable to (B, H, Tq, Tk), or None."""
+    neg = mask_value(dtype)
+    mask = None
+    if attn_mask is not None:
+        if attn_mask.dim() != 2:
+            raise ValueError("attn_mask must be 2-D (tgt_len, src_len), shared by the batch")
+        if attn_mask.dtype == torch.bool:
+            mask = torch.zeros(attn_mask.shape, dtype=dtype, device=attn_mask.device)
+            mask = mask.masked_fill(attn_mask, neg)
+        else:
+            mask = attn_mask.to(dtype).clamp(min=neg)
+        mask = mask.view(1, 1, tgt_len, src_len)
+    if key_padding_mask is not None:
+        pad = torch.zeros((bsz, 1, 1, src_len), dtype=dtype, device=key_padding_mask.device)
+        pad = pad.masked_fill(key_padding_mask.to(torch.bool).view(bsz, 1, 1, src_len), neg)
+        mask = pad if mask is None else mask + pad
+    return mask
+
+
+@with_incremental_state
+class FusedAttention(nn.Module):
+    """Base of SDPAMultiheadAttention and CompositionalAttention (T x B x C layout)."""
+
+    def __init__(
+        self,
+        embed_dim,
+        num_heads,
+        head_dim,
+        dropout=0.0,
+        self_attention=False,
+        encoder_decoder_attention=False,
+        rel_pos="none",
+        rel_pos_radius=16,
+        rel_pos_bias_per_head=False,
+    ):
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.num_heads = num_heads
+        self.head_dim = head_dim
+        self.scaling = head_dim**-0.5
+        self.self_attention = self_attention
+        self.encoder_decoder_attention = encoder_decoder_attention
+        self.dropout_module = FairseqDropout(dropout, module_name=self.__class__.__name__)
+        self.beam_size = 1
+        if rel_pos != "none":
+            self.relative_positions = RelativePositionBias(
+                rel_pos, rel_pos_radius, head_dim, num_heads, rel_pos_bias_per_head
+            )
+        else:
+            self.relative_positions = None
+
+    # -- to be defined by subclasses -------------------------------------------------------------
+    def project_query(self, query):
+        """(Tq, B, C) -> unscaled queries (B, H, Tq, d_h)."""
+        raise NotImplementedError
+
+    def project_key_value(self, key, value):
+        """(Tk, B, C) -> keys (B, H, Tk, d_h), values (B, H or 1, Tk, d_v*)."""
+        raise NotImplementedError
+
+    def combine(self, attended, query):
+        """Attended values (B, H, Tq, d_v*) -> output (Tq, B, embed_dim)."""
+        raise NotImplementedError
+
+    # -- fairseq's incremental-state protocol ----------------------------------------------------
+    def _get_input_buffer(self, incremental_state) -> dict[str, Tensor | None]:
+        result = self.get_incremental_state(incremental_state, "attn_state")
+        return result if result is not None else {}
+
+    def _set_input_buffer(self, incremental_state, buffer: dict[str, Tensor | None]):
+        return self.set_incremental_state(incremental_state, "attn_state", buffer)
+
+    # Same semantics as fairseq's MultiheadAttention (incl. its shortcut for static encoder keys:
+    # beams of one sentence share them, so a reorder within the batch is a no-op).
+    reorder_incremental_state = MultiheadAttention.reorder_incremental_state
+
+    def set_beam_size(self, beam_size):
+        self.beam_size = beam_size
+
+    # -- forward ---------------------------------------------------------------------------------
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor | None,
+        value: Tensor | None,
+        key_padding_mask: Tensor | None = None,
+        incremental_state: dict[str, dict[str, Tensor | None]] | None = None,
+        need_weights: bool = True,
+        static_kv: bool = False,
+        attn_mask: Tensor | None = None,
+        before_softmax: bool = False,
+        need_head_weights: bool = False,
+    ):
+        if before_softmax:
+            raise ValueError(f"{self.__class__.__name__} does not support before_softmax")
+        if key is None:
+            key = value = query
+        need_weights = need_weights or need_head_weights
+        tgt_len, bsz, _ = query.shape
+
+        saved = self._get_input_buffer(incremental_state) if incremental_state is not None else None
+        if saved is not None and static_kv and "prev_key" in saved:
+            k, v = saved["prev_key"], saved["prev_value"]
+        else:
+            k, v = self.project_key_value(key, value)
+            if saved is not None:
+                if "prev_key" in saved and not static_kv:
+                    k = torch.cat([saved["prev_key"], k], dim=2)
+                    v = torch.cat([saved["prev_value"], v], dim=2)
+                    key_padding_mask = MultiheadAttention._append_prev_key_padding_mask(
+                        key_padding_mask,
+                        saved.get("prev_key_padding_mask"),
+                        bsz,
+                        k.size(2),
+                        static_kv,
+                    )
+                saved["prev_key"], saved["prev_value"] = k, v
+                if not static_kv:
+                    saved["prev_key_padding_mask"] = key_padding_mask
+        src_len = k.size(2)
+
+        q = self.project_query(query)
+        bias = additive_mask(attn_mask, key_padding_mask, bsz, tgt_len, src_len, q.dtype)
+        if self.relative_positions is not None:
+            labels = self._relative_labels(saved, key_padding_mask, tgt_len, src_len, q.device)
+            rel = self.relative_positions(q, labels, self.scaling)
+            bias = rel if bias is None else bias + rel
+        if saved is not None:
+            incremental_state = self._set_input_buffer(incremental_state, saved)
+
+        if need_weights:
+            # Explicit path: fairseq wants the attention weights (alignment, cross-attention at
+            # generation time); SDPA does not return them.
+            logits = torch.matmul(q, k.transpose(-1, -2)) * self.scaling
+            if bias is not None:
+                logits = logits + bias
+            weights = F.softmax(logits.float(), dim=-1).type_as(q)
+            attended = torch.matmul(self.dropout_module(weights), v)
+        else:
+            if v.size(1) != self.num_heads:  # values shared by all heads (compositional)
+                v = v.expand(bsz, self.num_heads, src_len, v.size(-1))
+            if bias is not None:
+                bias = bias.expand(bsz, self.num_heads, tgt_len, src_len)
+            attended = F.scaled_dot_product_attention(
+                q,
+                k,
+                v,
+                attn_mask=bias,
+                dropout_p=self.dropout_module.p if self.training else 0.0,
+                scale=self.scaling,
+            )
+            weights = None
+
+        out = self.combine(attended, query)
+        if weights is not None:
+            weights = weights.transpose(0, 1)  # (H, B, Tq, Tk), as fairseq returns them
+            if not need_head_weights:
+                weights = weights.mean(dim=0)
+        return out, weights
+
+    def _relative_labels(self, saved, key_padding_mask, tgt_len, src_len, device):
+        if not self.encoder_decoder_attention:
+            # Self-attention: queries are the last tgt_len of the src_len positions (incremental
+            # decoding appends to the cache). Differences are shift-invariant, so left padding of
+            # the source does not change them.
+            keys = torch.arange(src_len, device=device)
+            return self.relative_positions.labels(keys[src_len - tgt_len :], keys)
+        # rel2: decoder step i against encoder token j, both counted from the first real token,
+        # so left- and right-padded sources give the same labels.
+        if key_padding_mask is not None:
+            keys = (~key_padding_mask.bool()).long().cumsum(dim=1) - 1  # (B, Tk)
+        else:
+            keys = torch.arange(src_len, device=device).unsqueeze(0)
+        queries = torch.arange(tgt_len, device=device).unsqueeze(0)  # (1, Tq)
+        if saved is not None:
+            step = saved.get("decoder_step")
+            if step is None:
+                step = torch.zeros(keys.size(0), dtype=torch.long, device=device)
+            queries = queries + step.unsqueeze(1)
+            saved["decoder_step"] = step + tgt_len
+        return self.relative_positions.labels(queries, keys)

@@ -1,0 +1,117 @@
+"""Graph-Transformer encoder layer (Duan and Zhao, arXiv 2101.06397), as METHOD.md section 3 reads
+it. The paper's equations were lost and no public code exists: this is our reading.
+
+Layer i >= 2 gets the previous representation P = X_(i-2) and the incremental one
+I = X_(i-1) - X_(i-2). Parts: high H = Attn(I, I, I); middle M1 = Attn(I, P, P), M2 = Attn(P, I, I);
+low L = W_l P (no attention: P P^T was attended in layer i-1). Fusion (sum, weight-gate or
+self-gate), then the usual residual onto X_(i-1), layer norm and feed-forward block.
+
+Our choices where the paper is silent: with pre-norm, P and I are each normalised by the layer's
+attention layer norm; with half-dimension, the low part is Linear(d, d/2) then Linear(d/2, d).
+"""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .variant_layers import VariantEncoderLayer
+
+NUM_PARTS = 4  # high, middle (I over P), middle (P over I), low
+
+
+class WeightGateFusion(nn.Module):
+    """g = softmax(W_g [H; M1; M2; L]) (4 weights per token), F = sum_k g_k Z_k."""
+
+    def __init__(self, embed_dim):
+        super().__init__()
+        self.gate = nn.Linear(NUM_PARTS * embed_dim, NUM_PARTS)
+
+    def weights(self, parts):
+        return F.softmax(self.gate(torch.cat(parts, dim=-1)).float(), dim=-1).type_as(parts[0])
+
+    def forward(self, parts):
+        stacked = torch.stack(parts, dim=-2)  # (T, B, 4, d)
+        return torch.matmul(self.weights(parts).unsqueeze(-2), stacked).squeeze(-2)
+
+
+class SelfGateFusion(nn.Module):
+    """The 4 parts as a length-4 sequence per token, one single-head self-attention over it:
+    F = (1/4) sum_rows softmax(Z_q Z_k^T / sqrt(d)) Z_v."""
+
+    def __init__(self, embed_dim):
+        super().__init__()
+        self.q_proj = nn.Linear(embed_dim, embed_dim)
+        self.k_proj = nn.Linear(embed_dim, embed_dim)
+        self.v_proj = nn.Linear(embed_dim, embed_dim)
+
+    def mix(self, parts):
+        z = torch.stack(parts, dim=-2)  # (T, B, 4, d)
+        logits = torch.matmul(self.q_proj(z), self.k_proj(z).transpose(-1, -2))
+        attn = F.softmax(logits.float() * z.size(-1) ** -0.5, dim=-1).type_as(z)
+        return torch.matmul(attn, self.v_proj(z))  # (T, B, 4, d): the 4x4 mix
+
+    def forward(self, parts):
+        return self.mix(parts).mean(dim=-2)
+
+
+class SumFusion(nn.Module):
+    def forward(self, parts):
+        return parts[0] + parts[1] + parts[2] + parts[3]
+
+
+FUSIONS = {"sum": SumFusion, "weight-gate": WeightGateFusion, "self-gate": SelfGateFusion}
+
+
+class GraphEncoderLayer(VariantEncoderLayer):
+    attention_role = "graph"
+
+    def __init__(self, cfg, options, return_fc=False):
+        embed_dim = cfg.encoder.embed_dim
+        if options.graph_half_dim:
+            if embed_dim % 2 or (embed_dim // 2) % cfg.encoder.attention_heads:
+                raise ValueError(
+                    f"--graph-half-dim needs d/2 = {embed_dim / 2} divisible by "
+                    f"--encoder-attention-heads {cfg.encoder.attention_heads}"
+                )
+            self.attention_inner_dim = embed_dim // 2
+        super().__init__(cfg, options, return_fc=return_fc)
+        # self.self_attn (built by fairseq's layer) is the high-order attention over I.
+        self.mid_attn_incr_prev = self.build_attention(embed_dim, cfg)  # M1: q=I, k=v=P
+        self.mid_attn_prev_incr = self.build_attention(embed_dim, cfg)  # M2: q=P, k=v=I
+        if options.graph_shared_qkv:
+            for attn in (self.mid_attn_incr_prev, self.mid_attn_prev_incr):
+                attn.q_proj, attn.k_proj, attn.v_proj = (
+                    self.self_attn.q_proj,
+                    self.self_attn.k_proj,
+                    self.self_attn.v_proj,
+                )
+        if options.graph_half_dim:
+            self.low_proj = nn.Sequential(
+                nn.Linear(embed_dim, embed_dim // 2), nn.Linear(embed_dim // 2, embed_dim)
+            )
+        else:
+            self.low_proj = nn.Linear(embed_dim, embed_dim)
+        self.fusion = FUSIONS[options.graph_fusion](embed_dim)
+
+    def parts(self, prev, incr, encoder_padding_mask, attn_mask=None):
+        """[H, M1, M2, L], each (T, B, d), from already normalised P and I."""
+        kwargs = dict(
+            key_padding_mask=encoder_padding_mask, need_weights=False, attn_mask=attn_mask
+        )
+        high, _ = self.self_attn(incr, incr, incr, **kwargs)
+        mid_ip, _ = self.mid_attn_incr_prev(incr, prev, prev, **kwargs)
+        mid_pi, _ = self.mid_attn_prev_incr(prev, incr, incr, **kwargs)
+        return [high, mid_ip, mid_pi, self.low_proj(prev)]
+
+    def forward(self, prev, incr, encoder_padding_mask, attn_mask=None):
+        """prev = X_(i-2), incr = X_(i-1) - X_(i-2); returns X_i."""
+        if attn_mask is not None:
+            attn_mask = attn_mask.masked_fill(attn_mask.to(torch.bool), -1e8)
+        residual = prev + incr
+        if self.normalize_before:
+            prev, incr = self.self_attn_layer_norm(prev), self.self_attn_layer_norm(incr)
+        fused = self.fusion(self.parts(prev, incr, encoder_padding_mask, attn_mask))
+        x = self.residual_connection(self.dropout_module(fused), residual)
+        if not self.normalize_before:
+            x = self.self_attn_layer_norm(x)
+        return self.feed_forward_block(x)

@@ -1,0 +1,157 @@
+"""The options every model of this plugin shares. They are orthogonal: attention type, relative
+positions, copy decoder, layer sharing and Graph-Transformer encoder layers combine freely.
+
+One dataclass serves both fairseq option styles: ``add_args`` of the translation model (legacy
+argparse) and the hydra config of the language model.
+"""
+
+from dataclasses import dataclass, field, fields
+
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+
+ATTENTION_TYPES = ["multihead", "compositional"]
+REL_POS_CHOICES = ["none", "e", "b", "eb"]
+GRAPH_FUSIONS = ["sum", "weight-gate", "self-gate"]
+
+
+@dataclass
+class VariantConfig(FairseqDataclass):
+    attention_type: ChoiceEnum(ATTENTION_TYPES) = field(
+        default="multihead",
+        metadata={"help": "attention of every layer: fairseq's multi-head or compositional"},
+    )
+    encoder_attention_type: ChoiceEnum(ATTENTION_TYPES) | None = field(
+        default=None, metadata={"help": "encoder self-attention type (default: --attention-type)"}
+    )
+    decoder_attention_type: ChoiceEnum(ATTENTION_TYPES) | None = field(
+        default=None, metadata={"help": "decoder self-attention type (default: --attention-type)"}
+    )
+    cross_attention_type: ChoiceEnum(ATTENTION_TYPES) | None = field(
+        default=None,
+        metadata={"help": "encoder-decoder attention type (default: --attention-type)"},
+    )
+    num_searches: int | None = field(
+        default=None, metadata={"help": "compositional searches S (default: the layer's heads)"}
+    )
+    num_retrievals: int | None = field(
+        default=None, metadata={"help": "compositional retrievals R (default: the layer's heads)"}
+    )
+    retrieval_qk_dim: int = field(
+        default=32, metadata={"help": "retrieval query/key dimension d_s"}
+    )
+    retrieval_scoring: ChoiceEnum(["dot", "mlp"]) = field(
+        default="dot", metadata={"help": "value scores by dot product or a small MLP"}
+    )
+    retrieval_mlp_hidden: int = field(
+        default=0, metadata={"help": "hidden ReLU width of the mlp scorer (0: linear)"}
+    )
+    compositional_attn_dim: int | None = field(
+        default=None, metadata={"help": "total retrieval value width R*d_v (default: model dim)"}
+    )
+    share_encoder_layers: bool = field(
+        default=False, metadata={"help": "all encoder layers share one set of parameters"}
+    )
+    share_decoder_layers: bool = field(
+        default=False, metadata={"help": "all decoder layers share one set of parameters"}
+    )
+    rel_pos: ChoiceEnum(REL_POS_CHOICES) = field(
+        default="none",
+        metadata={"help": "relative positions in self-attention: e (embeddings), b (bias), eb"},
+    )
+    rel_pos_radius: int = field(default=16, metadata={"help": "relative position clip radius k"})
+    rel_pos_cross: bool = field(
+        default=False,
+        metadata={"help": "rel2: relative positions in encoder-decoder attention too"},
+    )
+    rel_pos_bias_per_head: bool = field(
+        default=False, metadata={"help": "rel-b: one bias table per head instead of shared"}
+    )
+    rel_pos_keep_absolute: bool = field(
+        default=False,
+        metadata={"help": "keep absolute position embeddings with --rel-pos (off by default)"},
+    )
+    copy_decoder: bool = field(
+        default=False,
+        metadata={"help": "mix a copy distribution over source tokens into the output"},
+    )
+    graph_encoder: bool = field(
+        default=False,
+        metadata={"help": "Graph-Transformer (multi-order-graph) encoder layers from layer 2 on"},
+    )
+    graph_fusion: ChoiceEnum(GRAPH_FUSIONS) = field(
+        default="weight-gate", metadata={"help": "how graph layers fuse their four parts"}
+    )
+    graph_half_dim: bool = field(
+        default=False, metadata={"help": "graph parts work in d/2 and project back to d"}
+    )
+    graph_shared_qkv: bool = field(
+        default=False, metadata={"help": "the three graph attentions share q/k/v projections"}
+    )
+
+    @classmethod
+    def from_args(cls, args):
+        """Read the options from a parsed namespace or config; missing ones take their defaults."""
+        values = {}
+        for f in fields(cls):
+            value = getattr(args, f.name, None)
+            values[f.name] = f.default if value is None else value
+        for f in fields(cls):  # enums from hydra configs -> plain strings
+            if hasattr(values[f.name], "value"):
+                values[f.name] = values[f.name].value
+        options = cls(**values)
+        options.validate()
+        return options
+
+    def validate(self):
+        checks = [
+            ("attention_type", ATTENTION_TYPES),
+            ("encoder_attention_type", ATTENTION_TYPES + [None]),
+            ("decoder_attention_type", ATTENTION_TYPES + [None]),
+            ("cross_attention_type", ATTENTION_TYPES + [None]),
+            ("rel_pos", REL_POS_CHOICES),
+            ("retrieval_scoring", ["dot", "mlp"]),
+            ("graph_fusion", GRAPH_FUSIONS),
+        ]
+        for name, choices in checks:
+            if getattr(self, name) not in choices:
+                shown = ", ".join(c for c in choices if c)
+                raise ValueError(
+                    f"--{name.replace('_', '-')}: unknown value {getattr(self, name)!r} "
+                    f"(choose from {shown})"
+                )
+        for name in ("num_searches", "num_retrievals", "compositional_attn_dim"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be >= 1 (got {value})")
+        if self.retrieval_qk_dim < 1:
+            raise ValueError(f"--retrieval-qk-dim must be >= 1 (got {self.retrieval_qk_dim})")
+        if self.retrieval_mlp_hidden < 0:
+            raise ValueError(
+                f"--retrieval-mlp-hidden must be >= 0 (got {self.retrieval_mlp_hidden})"
+            )
+        if self.rel_pos != "none" and self.rel_pos_radius < 1:
+            raise ValueError(f"--rel-pos-radius must be >= 1 (got {self.rel_pos_radius})")
+        if self.rel_pos_cross and self.rel_pos == "none":
+            raise ValueError("--rel-pos-cross needs --rel-pos e, b or eb")
+
+    def attention_type_for(self, role):
+        """role: encoder, decoder, cross or graph (graph layers follow the encoder)."""
+        specific = {
+            "encoder": self.encoder_attention_type,
+            "graph": self.encoder_attention_type,
+            "decoder": self.decoder_attention_type,
+            "cross": self.cross_attention_type,
+        }[role]
+        return specific or self.attention_type
+
+    def rel_pos_for(self, role):
+        if role == "cross" and not self.rel_pos_cross:
+            return "none"
+        return self.rel_pos
+
+
+def set_variant_defaults(args):
+    """Architecture helper: fill every variant option the command line left unset."""
+    for f in fields(VariantConfig):
+        if getattr(args, f.name, None) is None:
+            setattr(args, f.name, f.default)
