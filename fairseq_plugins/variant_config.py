@@ -6,6 +6,7 @@ argparse) and the hydra config of the language model.
 """
 
 from dataclasses import dataclass, field, fields
+from typing import Optional
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 
@@ -20,20 +21,28 @@ class VariantConfig(FairseqDataclass):
         default="multihead",
         metadata={"help": "attention of every layer: fairseq's multi-head or compositional"},
     )
-    encoder_attention_type: ChoiceEnum(ATTENTION_TYPES) | None = field(
-        default=None, metadata={"help": "encoder self-attention type (default: --attention-type)"}
-    )
-    decoder_attention_type: ChoiceEnum(ATTENTION_TYPES) | None = field(
-        default=None, metadata={"help": "decoder self-attention type (default: --attention-type)"}
-    )
-    cross_attention_type: ChoiceEnum(ATTENTION_TYPES) | None = field(
+    encoder_attention_type: Optional[str] = field(
         default=None,
-        metadata={"help": "encoder-decoder attention type (default: --attention-type)"},
+        metadata={
+            "help": "encoder self-attention type: multihead or compositional (default: --attention-type)"
+        },
     )
-    num_searches: int | None = field(
+    decoder_attention_type: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "decoder self-attention type: multihead or compositional (default: --attention-type)"
+        },
+    )
+    cross_attention_type: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "encoder-decoder attention type: multihead or compositional (default: --attention-type)"
+        },
+    )
+    num_searches: Optional[int] = field(
         default=None, metadata={"help": "compositional searches S (default: the layer's heads)"}
     )
-    num_retrievals: int | None = field(
+    num_retrievals: Optional[int] = field(
         default=None, metadata={"help": "compositional retrievals R (default: the layer's heads)"}
     )
     retrieval_qk_dim: int = field(
@@ -45,7 +54,7 @@ class VariantConfig(FairseqDataclass):
     retrieval_mlp_hidden: int = field(
         default=0, metadata={"help": "hidden ReLU width of the mlp scorer (0: linear)"}
     )
-    compositional_attn_dim: int | None = field(
+    compositional_attn_dim: Optional[int] = field(
         default=None, metadata={"help": "total retrieval value width R*d_v (default: model dim)"}
     )
     share_encoder_layers: bool = field(

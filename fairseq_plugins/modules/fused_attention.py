@@ -7,7 +7,6 @@ values become the output (``combine``). fairseq's own ``MultiheadAttention`` onl
 mask and cannot carry a per-head float bias, hence this module.
 """
 
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -55,6 +55,9 @@ class SelfGateFusion(nn.Module):
 
 
 class SumFusion(nn.Module):
+    def __init__(self, embed_dim):
+        super().__init__()
+
     def forward(self, parts):
         return parts[0] + parts[1] + parts[2] + parts[3]
 

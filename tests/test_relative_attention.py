@@ -1,0 +1,183 @@
+"""Relative-position attention (rel-e, rel-b, rel-eb, rel2) against a re-statement of METHOD.md
+section 2, incremental decoding, clipping, and coincidence with fairseq's MultiheadAttention."""
+
+import math
+
+import pytest
+import torch
+from attention_testing import causal_mask, decode_step_by_step, padding_mask, randomize
+from fairseq.modules import MultiheadAttention
+
+from fairseq_plugins.modules.compositional_attention import CompositionalAttention
+from fairseq_plugins.modules.relative_positions import RelativePositionBias
+from fairseq_plugins.modules.sdpa_multihead_attention import SDPAMultiheadAttention
+
+D, H = 32, 4
+MODES = ["e", "b", "eb"]
+
+
+def reference(m, query, key, q_pos, k_pos, key_padding_mask=None, attn_mask=None):
+    """logits = (q.k + q.E[label] + b[label]) / sqrt(d_h), label = k + clip(i - j, -k, k)."""
+    rel = m.relative_positions
+    B, Tq, Tk, dh = query.size(1), query.size(0), key.size(0), m.head_dim
+    q = m.q_proj(query).view(Tq, B, H, dh)
+    k = m.k_proj(key).view(Tk, B, H, dh)
+    v = m.v_proj(key).view(Tk, B, H, dh)
+    out = torch.zeros(Tq, B, H, dh)
+    for b in range(B):
+        for h in range(H):
+            logits = torch.zeros(Tq, Tk)
+            for i in range(Tq):
+                for j in range(Tk):
+                    label = rel.radius + max(
+                        -rel.radius, min(rel.radius, q_pos[b][i] - k_pos[b][j])
+                    )
+                    s = q[i, b, h] @ k[j, b, h]
+                    if rel.embeddings is not None:
+                        s = s + q[i, b, h] @ rel.embeddings[label]
+                    if rel.bias is not None:
+                        s = s + rel.bias[label, h if rel.bias.size(1) > 1 else 0]
+                    logits[i, j] = s / math.sqrt(dh)
+            if attn_mask is not None:
+                logits = logits + attn_mask
+            if key_padding_mask is not None:
+                logits = logits.masked_fill(key_padding_mask[b].unsqueeze(0), float("-inf"))
+            out[:, b, h] = torch.softmax(logits, -1) @ v[:, b, h]
+    return m.out_proj(out.reshape(Tq, B, H * dh))
+
+
+def make(mode, cross=False, radius=3, per_head=False):
+    m = SDPAMultiheadAttention(
+        D,
+        H,
+        self_attention=not cross,
+        encoder_decoder_attention=cross,
+        rel_pos=mode,
+        rel_pos_radius=radius,
+        rel_pos_bias_per_head=per_head,
+    )
+    return randomize(m).eval()
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("per_head", [False, True])
+def test_self_attention_matches_reference(mode, per_head):
+    torch.manual_seed(0)
+    m = make(mode, per_head=per_head)
+    x = torch.randn(9, 2, D)  # longer than the radius: labels clip
+    kpm = padding_mask([9, 6], 9)
+    pos = [list(range(9))] * 2
+    out, _ = m(x, x, x, key_padding_mask=kpm, attn_mask=causal_mask(9), need_weights=False)
+    ref = reference(m, x, x, pos, pos, key_padding_mask=kpm, attn_mask=causal_mask(9))
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_rel2_cross_attention_matches_reference_counting_from_first_real_token(mode):
+    torch.manual_seed(1)
+    m = make(mode, cross=True)
+    x = torch.randn(5, 2, D)
+    enc = torch.randn(8, 2, D)
+    kpm = padding_mask([8, 5], 8, left=True)  # fairseq pads sources on the left
+    q_pos = [list(range(5))] * 2
+    k_pos = [list(range(8)), [j - 3 for j in range(8)]]
+    out, _ = m(x, enc, enc, key_padding_mask=kpm, static_kv=True, need_weights=False)
+    ref = reference(m, x, enc, q_pos, k_pos, key_padding_mask=kpm)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_labels_clip_at_radius():
+    rel = RelativePositionBias("eb", 2, 4, 1)
+    labels = rel.labels(torch.arange(6), torch.arange(6))
+    assert labels.min() == 0 and labels.max() == 4
+    assert labels[5, 0] == 4 and labels[0, 5] == 0 and labels[3, 3] == 2 and labels[3, 2] == 3
+    with pytest.raises(ValueError, match="--rel-pos-radius"):
+        RelativePositionBias("e", 0, 4, 1)
+    with pytest.raises(ValueError, match="--rel-pos"):
+        RelativePositionBias("x", 2, 4, 1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("compositional", [False, True])
+def test_incremental_decoding_equals_full_forward(mode, compositional):
+    torch.manual_seed(2)
+    if compositional:
+
+        def build(cross):
+            m = CompositionalAttention(
+                D,
+                4,
+                2,
+                8,
+                self_attention=not cross,
+                encoder_decoder_attention=cross,
+                rel_pos=mode,
+                rel_pos_radius=3,
+            )
+            return randomize(m).eval()
+    else:
+
+        def build(cross):
+            return make(mode, cross=cross)
+
+    m = build(False)
+    x = torch.randn(8, 3, D)
+    full, _ = m(x, x, x, attn_mask=causal_mask(8), need_weights=False)
+    torch.testing.assert_close(decode_step_by_step(m, x), full, atol=1e-5, rtol=1e-5)
+    order = torch.tensor([1, 1, 0])
+    x2 = x.index_select(1, order)
+    full2, _ = m(x2, x2, x2, attn_mask=causal_mask(8), need_weights=False)
+    steps = decode_step_by_step(m, x, reorder=(4, order))
+    torch.testing.assert_close(steps[4:], full2[4:], atol=1e-5, rtol=1e-5)
+
+    c = build(True)  # rel2: the query's decoder step must advance with the cache
+    enc = torch.randn(6, 3, D)
+    kpm = padding_mask([6, 4, 2], 6, left=True)
+    full, _ = c(x, enc, enc, key_padding_mask=kpm, need_weights=False)
+    torch.testing.assert_close(decode_step_by_step(c, x, enc, kpm), full, atol=1e-5, rtol=1e-5)
+    # Beam search reorders within the beams of one sentence, which share the encoder output.
+    beam_enc = enc[:, :1].expand(6, 3, D)
+    beam_kpm = kpm[1:2].expand(3, 6)
+    steps = decode_step_by_step(c, x, beam_enc, beam_kpm, reorder=(4, order))
+    full2, _ = c(x2, beam_enc, beam_enc, key_padding_mask=beam_kpm, need_weights=False)
+    torch.testing.assert_close(steps[4:], full2[4:], atol=1e-5, rtol=1e-5)
+
+
+def test_without_relative_positions_equals_fairseq_multihead_attention():
+    torch.manual_seed(3)
+    ours = randomize(SDPAMultiheadAttention(D, H, self_attention=True)).eval()
+    stock = MultiheadAttention(D, H, self_attention=True).eval()
+    stock.load_state_dict(ours.state_dict())
+    x = torch.randn(6, 3, D)
+    kpm = padding_mask([6, 3, 5], 6)
+    a, _ = ours(x, x, x, key_padding_mask=kpm, attn_mask=causal_mask(6), need_weights=False)
+    b, _ = stock(x, x, x, key_padding_mask=kpm, attn_mask=causal_mask(6), need_weights=False)
+    torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    a, wa = ours(x, x, x, key_padding_mask=kpm, need_weights=True)
+    b, wb = stock(x, x, x, key_padding_mask=kpm, need_weights=True)
+    torch.testing.assert_close(wa, wb, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_padding_invariance_left_and_right(mode):
+    torch.manual_seed(4)
+    m = make(mode)
+    c = make(mode, cross=True)
+    s = torch.randn(4, 1, D)
+    alone, _ = m(s, s, s, need_weights=False)
+    batch = torch.randn(7, 2, D)
+    batch[3:, 1:2] = s  # left-padded, as fairseq batches sources
+    out, _ = m(
+        batch, batch, batch, key_padding_mask=padding_mask([7, 4], 7, left=True), need_weights=False
+    )
+    torch.testing.assert_close(out[3:, 1:2], alone, atol=1e-5, rtol=1e-5)
+
+    y = torch.randn(3, 1, D)
+    cross_alone, _ = c(y, s, s, need_weights=False)
+    y2 = torch.cat([y, torch.randn(3, 1, D)], dim=1)
+    batch2 = torch.randn(7, 2, D)
+    batch2[3:, 0:1] = s
+    cross, _ = c(
+        y2, batch2, batch2, key_padding_mask=padding_mask([4, 7], 7, left=True), need_weights=False
+    )
+    torch.testing.assert_close(cross[:, 0:1], cross_alone, atol=1e-5, rtol=1e-5)

@@ -1,0 +1,216 @@
+"""Whole models: every variant combination decodes incrementally exactly like the full forward
+pass (also after beam reordering), is invariant to padding, and layer sharing really shares."""
+
+import pytest
+import torch
+from attention_testing import randomize
+from model_testing import build, toy_dictionary
+
+TINY = ["--encoder-embed-dim", "32", "--decoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64"]
+TINY += [
+    "--decoder-ffn-embed-dim",
+    "64",
+    "--encoder-attention-heads",
+    "4",
+    "--decoder-attention-heads",
+    "4",
+]
+TINY += ["--encoder-layers", "3", "--decoder-layers", "2", "--dropout", "0"]
+
+VARIANTS = {
+    "stock": ["--arch", "variant_transformer"],
+    "compositional": [
+        "--arch",
+        "variant_transformer",
+        "--attention-type",
+        "compositional",
+        "--num-searches",
+        "4",
+        "--num-retrievals",
+        "2",
+        "--retrieval-qk-dim",
+        "8",
+    ],
+    "compositional-mlp-shared": [
+        "--arch",
+        "variant_transformer",
+        "--attention-type",
+        "compositional",
+        "--retrieval-scoring",
+        "mlp",
+        "--retrieval-mlp-hidden",
+        "8",
+        "--share-encoder-layers",
+        "--share-decoder-layers",
+    ],
+    "rel2-eb-copy": [
+        "--arch",
+        "variant_transformer",
+        "--rel-pos",
+        "eb",
+        "--rel-pos-cross",
+        "--copy-decoder",
+        "--rel-pos-radius",
+        "2",
+    ],
+    "rel-e-cross-compositional": [
+        "--arch",
+        "variant_transformer",
+        "--rel-pos",
+        "e",
+        "--cross-attention-type",
+        "compositional",
+    ],
+    "graph-weight-gate-half": [
+        "--arch",
+        "graph_transformer",
+        "--graph-fusion",
+        "weight-gate",
+        "--graph-half-dim",
+    ],
+    "graph-self-gate-everything": [
+        "--arch",
+        "graph_transformer",
+        "--graph-fusion",
+        "self-gate",
+        "--graph-shared-qkv",
+        "--attention-type",
+        "compositional",
+        "--rel-pos",
+        "b",
+        "--rel-pos-cross",
+        "--share-encoder-layers",
+        "--share-decoder-layers",
+        "--copy-decoder",
+        "--encoder-normalize-before",
+        "--decoder-normalize-before",
+    ],
+}
+
+
+def model_for(name):
+    torch.manual_seed(0)
+    model, _ = build(VARIANTS[name] + TINY)
+    return randomize(model, std=0.2).eval()
+
+
+def batch():
+    g = torch.Generator().manual_seed(1)
+    src = torch.randint(4, 24, (3, 7), generator=g)
+    src[1, :2] = 1  # left padding, as fairseq batches sources
+    src[2, :4] = 1
+    src[:, -1] = 2  # eos
+    tgt = torch.randint(4, 24, (3, 5), generator=g)
+    tgt[:, 0] = 2  # prev_output_tokens start with eos
+    return src, (src != 1).sum(1), tgt
+
+
+def full_log_probs(model, src, lengths, tgt):
+    out = model(src, lengths, tgt)
+    return model.get_normalized_probs(out, log_probs=True)
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_incremental_decoding_equals_full_forward_with_beam_reordering(name):
+    model = model_for(name)
+    src, lengths, tgt = batch()
+    with torch.no_grad():
+        full = full_log_probs(model, src, lengths, tgt)
+        enc = model.encoder(src, lengths)
+        state = {}
+        steps = []
+        for t in range(tgt.size(1)):
+            out = model.decoder(tgt[:, : t + 1], enc, incremental_state=state)
+            steps.append(model.get_normalized_probs(out, log_probs=True)[:, -1:])
+        torch.testing.assert_close(torch.cat(steps, 1), full, atol=2e-5, rtol=1e-5)
+
+        # beam search: 2 hypotheses of one sentence, reorder them after 2 steps
+        src2, len2 = src[1:2].expand(2, -1), lengths[1:2].expand(2)
+        tgt2 = tgt[:2].clone()
+        enc = model.encoder(src2, len2)
+        state = {}
+        for t in range(2):
+            model.decoder(tgt2[:, : t + 1], enc, incremental_state=state)
+        order = torch.tensor([1, 1])
+        model.decoder.reorder_incremental_state_scripting(state, order)
+        enc = model.encoder.reorder_encoder_out(enc, order)
+        tgt2 = tgt2.index_select(0, order)
+        out = model.decoder(tgt2[:, :3], enc, incremental_state=state)
+        expected = full_log_probs(model, src2, len2, tgt2[:, :3])[:, -1:]
+        torch.testing.assert_close(
+            model.get_normalized_probs(out, log_probs=True), expected, atol=2e-5, rtol=1e-5
+        )
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_padding_invariance(name):
+    model = model_for(name)
+    src, lengths, tgt = batch()
+    with torch.no_grad():
+        batched = full_log_probs(model, src, lengths, tgt)
+        for b in (1, 2):
+            real = src[b : b + 1, src.size(1) - lengths[b] :]
+            alone = full_log_probs(model, real, lengths[b : b + 1], tgt[b : b + 1])
+            torch.testing.assert_close(batched[b : b + 1], alone, atol=2e-5, rtol=1e-5)
+
+
+def test_layer_sharing_ties_parameters_but_keeps_separate_decoding_states():
+    shared = model_for("compositional-mlp-shared")
+    layers = shared.decoder.layers
+    assert layers[0] is not layers[1]
+    assert layers[0].self_attn.q_proj.weight is layers[1].self_attn.q_proj.weight
+    assert layers[0].self_attn._incremental_state_id != layers[1].self_attn._incremental_state_id
+    one_layer = sum(p.numel() for p in layers[0].parameters())
+    assert sum(p.numel() for p in layers.parameters()) == one_layer
+    enc_layers = shared.encoder.layers
+    assert sum(p.numel() for p in enc_layers.parameters()) == sum(
+        p.numel() for p in enc_layers[0].parameters()
+    )
+    # gradient of a shared weight collects every layer's contribution, in one tensor
+    src, lengths, tgt = batch()
+    shared.train()
+    full_log_probs(shared, src, lengths, tgt).sum().backward()
+    assert layers[1].fc1.weight.grad is layers[0].fc1.weight.grad
+
+
+def test_graph_layer_sharing_shares_common_parts_with_the_first_layer():
+    model = model_for("graph-self-gate-everything")
+    first, second, third = model.encoder.layers
+    assert second.self_attn.q_proj.weight is first.self_attn.q_proj.weight
+    assert third.mid_attn_incr_prev.k_proj.weight is second.mid_attn_incr_prev.k_proj.weight
+    assert third.fusion.q_proj.weight is second.fusion.q_proj.weight
+
+
+def test_copy_decoder_needs_a_joined_dictionary():
+    other = toy_dictionary(25)
+    with pytest.raises(ValueError, match="--joined-dictionary"):
+        build(VARIANTS["rel2-eb-copy"] + TINY, toy_dictionary(), other)
+
+
+def test_language_model_presets_build_and_decode_incrementally():
+    torch.manual_seed(0)
+    small = [
+        "--decoder-layers",
+        "2",
+        "--decoder-embed-dim",
+        "32",
+        "--decoder-ffn-embed-dim",
+        "64",
+        "--decoder-attention-heads",
+        "4",
+        "--retrieval-qk-dim",
+        "8",
+    ]
+    for arch in ("compositional_transformer_lm", "compositional_transformer_lm_baseline"):
+        model, args = build(["--arch", arch] + small, lm=True)
+        assert args.share_decoder_layers and args.decoder_normalize_before
+        assert args.attention_type == ("compositional" if arch.endswith("_lm") else "multihead")
+        model = randomize(model, std=0.2).eval()
+        tokens = torch.randint(4, 20, (2, 6))
+        with torch.no_grad():
+            full = model.get_normalized_probs(model(tokens), log_probs=True)
+            state, steps = {}, []
+            for t in range(6):
+                out = model.decoder(tokens[:, : t + 1], incremental_state=state)
+                steps.append(model.get_normalized_probs(out, log_probs=True)[:, -1:])
+        torch.testing.assert_close(torch.cat(steps, 1), full, atol=2e-5, rtol=1e-5)
