@@ -2,8 +2,10 @@
 the Graph-Transformer encoder. Load with ``--user-dir fairseq_plugins`` (or ``import fairseq_plugins``).
 """
 
+from .fairseq_fixes import apply_fairseq_fixes
 from .safe_checkpoints import register_safe_globals
 
 register_safe_globals()
+apply_fairseq_fixes()
 
 from . import criterions, models, modules, tasks  # noqa: E402,F401  (registers with fairseq)

@@ -1,0 +1,48 @@
+"""Fixes for the ``ve-fairseq==0.12.3`` wheel (the fairseq build that imports on Python 3.11),
+applied when the plugin is imported.
+
+Its ``data_utils.batch_by_size`` drops the last batch whenever that batch's size is not a multiple
+of ``--required-batch-size-multiple`` (default 8): training silently skips examples, and
+fairseq-generate / validation score only part of a test set (30 sentences -> 24 decoded). Official
+fairseq 0.12.2 keeps that batch; so do we.
+"""
+
+import numpy as np
+
+
+def keep_last_batch(batch_by_size):
+    def fixed_batch_by_size(
+        indices,
+        num_tokens_fn,
+        num_tokens_vec=None,
+        max_tokens=None,
+        max_sentences=None,
+        required_batch_size_multiple=1,
+        fixed_shapes=None,
+    ):
+        if not isinstance(indices, np.ndarray):
+            indices = np.fromiter(indices, dtype=np.int64, count=-1)
+        batches = batch_by_size(
+            indices,
+            num_tokens_fn,
+            num_tokens_vec=num_tokens_vec,
+            max_tokens=max_tokens,
+            max_sentences=max_sentences,
+            required_batch_size_multiple=required_batch_size_multiple,
+            fixed_shapes=fixed_shapes,
+        )
+        covered = sum(len(b) for b in batches)
+        if fixed_shapes is None and covered < len(indices):
+            # batches are consecutive runs of indices: what was dropped is the tail
+            batches = list(batches) + [indices[covered:]]
+        return batches
+
+    fixed_batch_by_size.fairseq_plugins_fixed = True
+    return fixed_batch_by_size
+
+
+def apply_fairseq_fixes():
+    from fairseq.data import data_utils
+
+    if not getattr(data_utils.batch_by_size, "fairseq_plugins_fixed", False):
+        data_utils.batch_by_size = keep_last_batch(data_utils.batch_by_size)

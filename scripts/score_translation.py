@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Turn fairseq-generate output into corpus-order hypothesis/reference files and score them:
+sacreBLEU (detokenized, with its signature), tokenized BLEU (multi-bleu style) and sequence
+accuracy. Used by generate.sh."""
+
+import argparse
+import json
+import os
+import sys
+
+
+def parse_generate(path):
+    hyps, refs = {}, {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("H-"):
+                key, _, text = line.rstrip("\n").split("\t", 2)
+                hyps[int(key[2:])] = text
+            elif line.startswith("T-"):
+                key, text = line.rstrip("\n").split("\t", 1)
+                refs[int(key[2:])] = text
+    if not hyps:
+        raise SystemExit(f"score: error: no H- lines in {path} (is it fairseq-generate output?)")
+    ids = sorted(hyps)
+    return [hyps[i] for i in ids], [refs.get(i, "") for i in ids], ids
+
+
+def detokenize(lines, lang, method):
+    if method == "none":
+        return lines
+    from sacremoses import MosesDetokenizer
+
+    detok = MosesDetokenizer(lang=lang)
+    return [detok.detokenize(line.split()) for line in lines]
+
+
+def write(path, lines):
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(line + "\n" for line in lines)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("generate_output")
+    p.add_argument("--out", required=True)
+    p.add_argument("--lang", default="en")
+    p.add_argument("--detok", choices=["moses", "none"], default="moses")
+    p.add_argument("--ref", default=None, help="raw references in corpus order (for sacreBLEU)")
+    args = p.parse_args()
+
+    import sacrebleu
+
+    hyp_tok, ref_tok, ids = parse_generate(args.generate_output)
+    hyp = detokenize(hyp_tok, args.lang, args.detok)
+    if args.ref:
+        with open(args.ref, encoding="utf-8") as f:
+            all_refs = [line.rstrip("\n") for line in f]
+        if len(all_refs) <= max(ids):
+            raise SystemExit(
+                f"score: error: --ref {args.ref} has {len(all_refs)} lines, but the generated "
+                f"ids go up to {max(ids)}"
+            )
+        ref = [all_refs[i] for i in ids]
+    else:
+        ref = detokenize(ref_tok, args.lang, args.detok)
+    os.makedirs(args.out, exist_ok=True)
+    write(os.path.join(args.out, "hyp.txt"), hyp)
+    write(os.path.join(args.out, "ref.txt"), ref)
+    write(os.path.join(args.out, "hyp.tok"), hyp_tok)
+    write(os.path.join(args.out, "ref.tok"), ref_tok)
+
+    bleu = sacrebleu.metrics.BLEU()
+    score = bleu.corpus_score(hyp, [ref])
+    tok_bleu = sacrebleu.metrics.BLEU(tokenize="none").corpus_score(hyp_tok, [ref_tok])
+    accuracy = sum(h.split() == r.split() for h, r in zip(hyp_tok, ref_tok)) / len(hyp_tok)
+    result = {
+        "sentences": len(hyp),
+        "sacrebleu": round(score.score, 2),
+        "sacrebleu_signature": str(bleu.get_signature()),
+        "tokenized_bleu": round(tok_bleu.score, 2),
+        "sequence_accuracy": round(accuracy, 4),
+    }
+    with open(os.path.join(args.out, "scores.json"), "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"sacreBLEU {result['sacrebleu']:.2f}  ({result['sacrebleu_signature']})")
+    print(f"tokenized BLEU {result['tokenized_bleu']:.2f}  (multi-bleu style, on tokenized text)")
+    print(f"sequence accuracy {accuracy:.4f}  ({len(hyp)} sentences)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

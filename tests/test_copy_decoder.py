@@ -1,0 +1,61 @@
+"""Copy decoder (METHOD.md section 2): the mixture is a distribution, the copy part is the
+attention mass scattered onto source tokens, and padding is masked."""
+
+import math
+
+import torch
+from attention_testing import randomize
+from model_testing import build
+from test_variant_models import TINY, batch
+
+from fairseq_plugins.modules.copy_generator import CopyGenerator
+
+
+def copy_model():
+    torch.manual_seed(0)
+    model, _ = build(["--arch", "compgen_abs_c"] + TINY)
+    return randomize(model, std=0.2).eval()
+
+
+def test_mixture_is_a_distribution():
+    model = copy_model()
+    src, lengths, tgt = batch()
+    with torch.no_grad():
+        probs = model.get_normalized_probs(model(src, lengths, tgt), log_probs=False)
+    torch.testing.assert_close(probs.sum(-1), torch.ones(probs.shape[:2]), atol=1e-5, rtol=1e-5)
+    assert (probs >= 0).all()
+
+
+def test_gate_one_gives_attention_mass_on_source_tokens():
+    torch.manual_seed(1)
+    gen = randomize(CopyGenerator(16, 16))
+    with torch.no_grad():
+        gen.gate.weight.zero_()
+        gen.gate.bias.fill_(60.0)  # sigmoid -> 1
+    B, T, S, V = 2, 3, 5, 11
+    features, enc = torch.randn(B, T, 16), torch.randn(S, B, 16)
+    src = torch.tensor([[1, 1, 4, 7, 4], [3, 5, 6, 8, 9]])  # sentence 0 left-padded, token 4 twice
+    pad = src.eq(1)
+    log_p = gen(torch.randn(B, T, V), features, enc, pad, src)
+    # independent re-statement: single-head attention, query W_c y, keys the encoder outputs
+    q = features @ gen.copy_query.weight.T + gen.copy_query.bias
+    logits = torch.einsum("btc,sbc->bts", q, enc) / math.sqrt(16)
+    logits = logits.masked_fill(pad.unsqueeze(1), float("-inf"))
+    attn = torch.softmax(logits, -1)
+    expected = torch.zeros(B, T, V)
+    for b in range(B):
+        for s in range(S):
+            expected[b, :, src[b, s]] += attn[b, :, s]
+    torch.testing.assert_close(log_p.exp(), expected.clamp(min=1e-10), atol=1e-6, rtol=1e-5)
+    assert log_p.exp()[0, :, 1].max() < 1e-9  # padding receives no copy mass
+
+
+def test_gate_zero_gives_the_vocabulary_distribution():
+    gen = CopyGenerator(8, 8)
+    with torch.no_grad():
+        gen.gate.weight.zero_()
+        gen.gate.bias.fill_(-60.0)
+    logits = torch.randn(2, 3, 9)
+    src = torch.tensor([[2, 3], [4, 5]])
+    log_p = gen(logits, torch.randn(2, 3, 8), torch.randn(2, 2, 8), None, src)
+    torch.testing.assert_close(log_p, torch.log_softmax(logits, -1), atol=1e-5, rtol=1e-5)
