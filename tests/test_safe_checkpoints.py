@@ -46,14 +46,29 @@ def test_every_global_in_our_checkpoints_is_registered(checkpoint):
 
 
 def test_from_pretrained_validate_and_interactive_load_it(checkpoint, demo_bin, demo_raw):
-    import fairseq_plugins  # noqa: F401
     from fairseq.models.transformer import TransformerModel
+
+    import fairseq_plugins  # noqa: F401
 
     hub = TransformerModel.from_pretrained(
         str(checkpoint.parent), checkpoint_file=checkpoint.name, data_name_or_path=str(demo_bin)
     )
     assert isinstance(hub.translate("n1 v2 n3", beam=2, max_len_b=5), str)
-    run(["fairseq-validate", demo_bin, "--user-dir", USER_DIR, "--path", checkpoint, "--cpu", "--task", "translation", "--batch-size", "32"])
+    run(
+        [
+            "fairseq-validate",
+            demo_bin,
+            "--user-dir",
+            USER_DIR,
+            "--path",
+            checkpoint,
+            "--cpu",
+            "--task",
+            "translation",
+            "--batch-size",
+            "32",
+        ]
+    )
     line = (demo_raw / "test.src").read_text().splitlines()[0]
     proc = subprocess_input(
         ["fairseq-interactive", demo_bin, "--user-dir", USER_DIR, "--path", checkpoint]
@@ -69,12 +84,24 @@ def subprocess_input(cmd, text):
     from conftest import BIN
 
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
-    proc = subprocess.run([str(c) for c in cmd], input=text, capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [str(c) for c in cmd], input=text, capture_output=True, text=True, env=env, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
 
-@pytest.mark.parametrize("tool", ["fairseq-generate", "fairseq-interactive", "fairseq-validate", "fairseq-eval-lm", "from_pretrained", "torch.load"])
+@pytest.mark.parametrize(
+    "tool",
+    [
+        "fairseq-generate",
+        "fairseq-interactive",
+        "fairseq-validate",
+        "fairseq-eval-lm",
+        "from_pretrained",
+        "torch.load",
+    ],
+)
 def test_code_running_checkpoint_is_refused(tool, evil_checkpoint, demo_bin):
     path, marker = evil_checkpoint
     if tool == "from_pretrained":
