@@ -36,17 +36,23 @@ def build(arch_and_flags, src_vocab, tgt_vocab, lm):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("archs", nargs="+", help='"ARCH [flags]", one per argument')
     p.add_argument("--src-vocab", type=int, default=8848)
     p.add_argument("--tgt-vocab", type=int, default=6632)
-    p.add_argument("--lm", action="store_true", help="language-model archs (task language_modeling)")
+    p.add_argument(
+        "--lm", action="store_true", help="language-model archs (task language_modeling)"
+    )
     args = p.parse_args()
     rows = []
     for spec in args.archs:
         model = build(spec, args.src_vocab, args.tgt_vocab, args.lm)
         total = sum(p.numel() for p in model.parameters())
-        encoder = sum(p.numel() for p in model.encoder.parameters()) if hasattr(model, "encoder") else 0
+        encoder = (
+            sum(p.numel() for p in model.encoder.parameters()) if hasattr(model, "encoder") else 0
+        )
         rows.append((spec, total, encoder))
     base = rows[0][1]
     print("| architecture | parameters | encoder | vs first |")
