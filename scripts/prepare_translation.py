@@ -8,6 +8,7 @@ the file, before anything is written.
 import argparse
 import gzip
 import os
+import shutil
 import subprocess
 import sys
 
@@ -160,12 +161,19 @@ def main():
     cmd += ["--trainpref", f"{prefix}/train", "--validpref", f"{prefix}/valid"]
     if args.test:
         cmd += ["--testpref", f"{prefix}/test"]
-    cmd += ["--destdir", os.path.join(out, "bin"), "--workers", str(args.workers)]
+    # Binarize into a fresh folder and swap it in only on success: a re-run replaces an older
+    # bin/ (fairseq-preprocess refuses existing dictionaries), a failed run leaves it untouched.
+    final, staging = os.path.join(out, "bin"), os.path.join(out, f"bin.partial-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    cmd += ["--destdir", staging, "--workers", str(args.workers)]
     if args.joined_dictionary:
         cmd.append("--joined-dictionary")
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
         raise PrepareError(f"fairseq-preprocess failed: {proc.stderr.strip().splitlines()[-1]}")
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(staging, final)
     n = {k: len(v[0]) for k, v in splits.items()}
     print(
         f"prepare: {out}/bin ready ({', '.join(f'{k} {v}' for k, v in n.items())} pairs; text in {prefix})"
