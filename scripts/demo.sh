@@ -55,7 +55,18 @@ small=(--encoder-layers 2 --decoder-layers 2 --encoder-embed-dim 64 --decoder-em
 common=(--optimizer adam --adam-betas "(0.9, 0.98)" --lr 2e-3 --lr-scheduler inverse_sqrt
         --warmup-updates 200 --criterion label_smoothed_cross_entropy --label-smoothing 0.1
         --dropout 0.1 --max-tokens 4096 --max-update "$updates" --no-epoch-checkpoints
-        --log-interval 100 --seed 1)
+        --log-interval 50 --seed 1)
+progress_bar() {  # reads fairseq's log, draws "[#####-----] 600/1200 updates, loss 2.31"
+  awk -v total="$1" '
+    /train_inner|\| train \|/ && /num_updates[ =]/ {
+      if (match($0, /num_updates[ =][0-9]+/)) { n = substr($0, RSTART + 12, RLENGTH - 12) + 0 }
+      if (match($0, /[| ]loss[ =][0-9.]+/)) { loss = substr($0, RSTART + 6, RLENGTH - 6) }
+      done = int(30 * n / total); bar = ""
+      for (i = 0; i < 30; i++) bar = bar (i < done ? "#" : "-")
+      printf "\r   [%s] %d/%d updates, loss %s", bar, n, total, loss; fflush()
+    }
+    END { printf "\n" }'
+}
 model_args() {
   case "$1" in
     stock) echo "--arch transformer" ;;
@@ -71,9 +82,14 @@ for name in $models; do
   margs=$(model_args "$name")
   echo "== 3. train '$name' ($margs) for $updates updates"
   start=$(date +%s)
+  # fairseq's log goes to a file; the terminal gets a progress bar from its train_inner lines.
   # shellcheck disable=SC2086
-  bash "$root/scripts/train.sh" "$out/prep/bin" "$out/checkpoints/$name" -- $margs "${small[@]}" "${common[@]}" \
-    > "$out/train-$name.log" 2>&1 || { echo "demo.sh: training '$name' failed; see $out/train-$name.log" >&2; tail -n 5 "$out/train-$name.log" >&2; exit 1; }
+  if ! bash "$root/scripts/train.sh" "$out/prep/bin" "$out/checkpoints/$name" -- $margs "${small[@]}" "${common[@]}" 2>&1 \
+    | tee "$out/train-$name.log" | progress_bar "$updates"; then
+    echo "demo.sh: training '$name' failed; see $out/train-$name.log" >&2
+    tail -n 5 "$out/train-$name.log" >&2
+    exit 1
+  fi
   seconds=$(( $(date +%s) - start ))
   params=$(sed -n 's/.*num. shared model params: \([0-9,]*\).*/\1/p' "$out/train-$name.log" | head -n 1)
   grep -E "\| valid \|" "$out/train-$name.log" | tail -n 1 | sed 's/.*| valid |/   valid:/'
