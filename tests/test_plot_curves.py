@@ -1,0 +1,119 @@
+"""scripts/plot-curves.py on logs of real (tiny) fairseq-train runs, in simple and json format."""
+
+import importlib.util
+import struct
+
+import pytest
+from conftest import ROOT, run
+
+SCRIPT = ROOT / "scripts" / "plot-curves.py"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def load_module():
+    spec = importlib.util.spec_from_file_location("plot_curves", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def train_logs(demo_bin, tmp_path_factory):
+    """Two tiny translation runs on the demo data, simple and json log format: 4 epochs each."""
+    d = tmp_path_factory.mktemp("curves")
+    logs = {}
+    for fmt, lr in (("simple", "0.005"), ("json", "0.002")):
+        proc = run(
+            ["fairseq-train", demo_bin, "--task", "translation", "--arch", "transformer"]
+            + ["--encoder-layers", "1", "--decoder-layers", "1"]
+            + ["--encoder-embed-dim", "32", "--decoder-embed-dim", "32"]
+            + ["--encoder-ffn-embed-dim", "64", "--decoder-ffn-embed-dim", "64"]
+            + ["--encoder-attention-heads", "2", "--decoder-attention-heads", "2"]
+            + ["--optimizer", "adam", "--lr", lr, "--lr-scheduler", "inverse_sqrt"]
+            + ["--warmup-updates", "5", "--max-tokens", "4096", "--max-epoch", "4"]
+            + ["--no-save", "--seed", "1"]
+            + ["--num-workers", "0", "--log-format", fmt, "--log-interval", "5"],
+            env={"OMP_NUM_THREADS": "1"},
+        )
+        logs[fmt] = d / f"train-{fmt}.log"
+        logs[fmt].write_text(proc.stdout + proc.stderr, encoding="utf-8")
+    return logs
+
+
+def png_size(path):
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC
+    assert data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_parses_both_log_formats(train_logs):
+    mod = load_module()
+    simple = mod.parse_log(train_logs["simple"])
+    js = mod.parse_log(train_logs["json"])
+    for records in (simple, js):
+        assert [r["epoch"] for r in records] == [1, 2, 3, 4]
+        updates = [r["num_updates"] for r in records]
+        assert updates[0] > 1 and updates == [updates[0] * k for k in (1, 2, 3, 4)]
+        assert all(r["ppl"] > 1 and r["loss"] > 0 for r in records)
+    assert [r["num_updates"] for r in simple] == [r["num_updates"] for r in js]
+    # training on the task lowers the validation loss
+    assert simple[-1]["loss"] < simple[0]["loss"]
+
+
+def test_parse_line_formats():
+    mod = load_module()
+    simple = (
+        "2026-01-01 00:00:00 | INFO | valid | epoch 003 | valid on 'valid' subset | loss 5.1 | "
+        "nll_loss 4.9 | ppl 34.2 | bleu 12.5 | wps 100 | num_updates 120 | best_loss 5.1"
+    )
+    js = (
+        '2026-01-01 00:00:00 | INFO | valid | {"epoch": 3, "valid_loss": "5.1", "valid_ppl": "34.2", '
+        '"valid_accuracy": "88.5", "valid_num_updates": "120"}'
+    )
+    tqdm = "epoch 003 | valid on 'valid' subset | loss 5.1 | ppl 34.2 | num_updates 120"
+    train = "2026-01-01 00:00:00 | INFO | train | epoch 003 | loss 6.0 | ppl 64 | num_updates 120"
+    for line in (simple, js, tqdm):
+        stats = mod.parse_line(line)
+        assert (stats["epoch"], stats["loss"], stats["ppl"], stats["num_updates"]) == (
+            3,
+            5.1,
+            34.2,
+            120,
+        )
+    assert mod.parse_line(simple)["bleu"] == 12.5
+    assert mod.parse_line(js)["accuracy"] == 88.5
+    assert mod.parse_line(train) is None
+
+
+def test_writes_png_from_real_logs(train_logs, tmp_path):
+    out = tmp_path / "curves.png"
+    proc = run(
+        ["python", SCRIPT, train_logs["simple"], train_logs["json"], "--out", out]
+        + ["--labels", "lr 5e-3", "lr 2e-3", "--metric", "ppl"]
+    )
+    assert "4 points" in proc.stdout
+    width, height = png_size(out)
+    assert width > height > 100  # two panels side by side
+    assert out.stat().st_size > 10_000
+    one = tmp_path / "loss-updates.png"
+    run(["python", SCRIPT, train_logs["json"], "--metric", "loss", "--x", "updates", "--out", one])
+    w1, _ = png_size(one)
+    assert w1 < width
+
+
+def test_clear_errors(train_logs, tmp_path):
+    no_valid = tmp_path / "no-valid.log"
+    no_valid.write_text("2026-01-01 | INFO | fairseq_cli.train | nothing to see\n")
+    cases = [
+        ([no_valid], "no-valid.log"),
+        ([tmp_path / "missing.log"], "missing.log"),
+        ([train_logs["simple"], "--metric", "bleu"], "bleu"),
+        ([train_logs["simple"], "--labels", "a", "b"], "--labels"),
+    ]
+    for args, named in cases:
+        proc = run(["python", SCRIPT, *args, "--out", tmp_path / "x.png"], check=False)
+        assert proc.returncode == 2
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and named in lines[0], proc.stderr
+        assert not (tmp_path / "x.png").exists()
