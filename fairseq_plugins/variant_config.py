@@ -10,6 +10,8 @@ from typing import Optional
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 
+from .cli_errors import PluginConfigError
+
 ATTENTION_TYPES = ["multihead", "compositional"]
 REL_POS_CHOICES = ["none", "e", "b", "eb"]
 GRAPH_FUSIONS = ["sum", "weight-gate", "self-gate"]
@@ -124,24 +126,26 @@ class VariantConfig(FairseqDataclass):
         for name, choices in checks:
             if getattr(self, name) not in choices:
                 shown = ", ".join(c for c in choices if c)
-                raise ValueError(
+                raise PluginConfigError(
                     f"--{name.replace('_', '-')}: unknown value {getattr(self, name)!r} "
                     f"(choose from {shown})"
                 )
         for name in ("num_searches", "num_retrievals", "compositional_attn_dim"):
             value = getattr(self, name)
             if value is not None and value < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 1 (got {value})")
+                raise PluginConfigError(f"--{name.replace('_', '-')} must be >= 1 (got {value})")
         if self.retrieval_qk_dim < 1:
-            raise ValueError(f"--retrieval-qk-dim must be >= 1 (got {self.retrieval_qk_dim})")
+            raise PluginConfigError(
+                f"--retrieval-qk-dim must be >= 1 (got {self.retrieval_qk_dim})"
+            )
         if self.retrieval_mlp_hidden < 0:
-            raise ValueError(
+            raise PluginConfigError(
                 f"--retrieval-mlp-hidden must be >= 0 (got {self.retrieval_mlp_hidden})"
             )
         if self.rel_pos != "none" and self.rel_pos_radius < 1:
-            raise ValueError(f"--rel-pos-radius must be >= 1 (got {self.rel_pos_radius})")
+            raise PluginConfigError(f"--rel-pos-radius must be >= 1 (got {self.rel_pos_radius})")
         if self.rel_pos_cross and self.rel_pos == "none":
-            raise ValueError("--rel-pos-cross needs --rel-pos e, b or eb")
+            raise PluginConfigError("--rel-pos-cross needs --rel-pos e, b or eb")
 
     def attention_type_for(self, role):
         """role: encoder, decoder, cross or graph (graph layers follow the encoder)."""

@@ -43,6 +43,23 @@ done
 if [[ -z $lang ]]; then  # target language from the binarized file names (train.SRC-TGT.TGT.bin)
   lang=$(ls "$data" | sed -n 's/^[a-z]*\.\([^.-]*\)-\([^.]*\)\.\2\.idx$/\2/p' | head -n 1)
 fi
+if [[ -n $ref && -n $lang ]]; then  # a reference of the wrong length: fail before decoding
+  python - "$data" "$subset" "$lang" "$ref" <<'PY' || exit 2
+import glob, struct, sys
+data, subset, lang, ref = sys.argv[1:]
+for idx in sorted(glob.glob(f"{data}/{subset}.*-*.{lang}.idx")):
+    with open(idx, "rb") as f:
+        head = f.read(26)
+    if head[:9] != b"MMIDIDX\x00\x00":  # not fairseq's default mmap format: checked later
+        break
+    n = struct.unpack("<Q", head[18:26])[0]
+    with open(ref, encoding="utf-8", errors="replace") as f:
+        lines = sum(1 for _ in f)
+    if lines != n:
+        sys.exit(f"generate.sh: --ref '{ref}' has {lines} lines, but subset '{subset}' of {data} has {n} sentences")
+    break
+PY
+fi
 python -c 'import torch; exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null || extra+=(--cpu)
 mkdir -p "$out"
 bpe_args=()
@@ -51,7 +68,13 @@ tmp=$out/generate-$subset.txt.partial
 fairseq-generate "$data" --user-dir "$root/fairseq_plugins" --path "$ckpt" --gen-subset "$subset" \
   --beam "$beam" --lenpen "$lenpen" --batch-size "$bsz" "${bpe_args[@]}" "${extra[@]}" \
   > "$tmp" 2> "$out/generate-$subset.log" \
-  || { echo "generate.sh: fairseq-generate failed:" >&2; grep -v '^\s*$' "$out/generate-$subset.log" | tail -n 3 >&2; exit 1; }
+  || { if grep -q '^fairseq_plugins: error:' "$out/generate-$subset.log"; then
+         echo "generate.sh: fairseq-generate failed: $(grep '^fairseq_plugins: error:' "$out/generate-$subset.log" | tail -n 1)" >&2
+       else
+         echo "generate.sh: fairseq-generate failed (see $out/generate-$subset.log):" >&2
+         grep -v '^\s*$' "$out/generate-$subset.log" | tail -n 3 >&2
+       fi
+       rm -f "$tmp"; exit 1; }
 mv "$tmp" "$out/generate-$subset.txt"
 grep '^Generate' "$out/generate-$subset.txt" || true
 score=(python "$root/scripts/score_translation.py" "$out/generate-$subset.txt" --out "$out" --lang "${lang:-en}" --detok "$detok")

@@ -55,10 +55,14 @@ def main():
     if args.ref:
         with open(args.ref, encoding="utf-8") as f:
             all_refs = [line.rstrip("\n") for line in f]
-        if len(all_refs) <= max(ids):
+        if not all_refs:
+            raise SystemExit(f"score: error: --ref {args.ref} is empty")
+        complete = ids == list(range(len(ids)))  # every sentence of the subset was decoded
+        if len(all_refs) <= max(ids) or (complete and len(all_refs) != len(ids)):
             raise SystemExit(
-                f"score: error: --ref {args.ref} has {len(all_refs)} lines, but the generated "
-                f"ids go up to {max(ids)}"
+                f"score: error: --ref {args.ref} has {len(all_refs)} lines, but "
+                f"{args.generate_output} holds {len(ids)} sentences (ids 0..{max(ids)}); "
+                "is it the reference of this subset?"
             )
         ref = [all_refs[i] for i in ids]
     else:

@@ -15,7 +15,11 @@ SMALL += ["--decoder-ffn-embed-dim", "128", "--encoder-layers", "3", "--decoder-
 
 PRESETS = [
     ("compositional_transformer_iwslt_de_en", [], 4),
-    ("compositional_transformer_wmt_en_de", ["--retrieval-scoring", "mlp", "--share-decoder-layers"], 4),
+    (
+        "compositional_transformer_wmt_en_de",
+        ["--retrieval-scoring", "mlp", "--share-decoder-layers"],
+        4,
+    ),
     ("graph_transformer_iwslt_de_en", ["--graph-fusion", "sum"], 5),
     ("graph_transformer_iwslt_de_en", ["--graph-fusion", "weight-gate", "--graph-half-dim"], 5),
     ("graph_transformer_wmt_en_de", ["--graph-fusion", "self-gate", "--graph-shared-qkv"], 5),
@@ -25,7 +29,9 @@ PRESETS = [
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("arch,extra,beam", PRESETS, ids=lambda v: v if isinstance(v, str) else None)
+@pytest.mark.parametrize(
+    "arch,extra,beam", PRESETS, ids=lambda v: v if isinstance(v, str) else None
+)
 def test_preset_trains_and_generates(demo_bin, tmp_path, arch, extra, beam):
     save = tmp_path / "ckpt"
     train = run(
@@ -36,7 +42,14 @@ def test_preset_trains_and_generates(demo_bin, tmp_path, arch, extra, beam):
     )
     assert re.search(r"num_updates 2\b", train.stderr + train.stdout)
     gen = run(
-        ["fairseq-generate", demo_bin, "--user-dir", USER_DIR, "--path", save / "checkpoint_last.pt"]
+        [
+            "fairseq-generate",
+            demo_bin,
+            "--user-dir",
+            USER_DIR,
+            "--path",
+            save / "checkpoint_last.pt",
+        ]
         + ["--beam", str(beam), "--batch-size", "50", "--max-len-b", "6", "--cpu"]
     )
     hyps = [line for line in gen.stdout.splitlines() if line.startswith("H-")]
@@ -58,12 +71,26 @@ def test_compositional_lm_preset_trains_and_eval_lm_scores_it(tmp_path):
     small += ["--num-searches", "4", "--num-retrievals", "4", "--retrieval-qk-dim", "16"]
     run(
         ["fairseq-train", tmp_path / "bin", "--user-dir", USER_DIR, "--task", "language_modeling"]
-        + ["--arch", "compositional_transformer_lm", "--tokens-per-sample", "64", "--save-dir", save]
+        + [
+            "--arch",
+            "compositional_transformer_lm",
+            "--tokens-per-sample",
+            "64",
+            "--save-dir",
+            save,
+        ]
         + TRAIN
         + small
     )
     ev = run(
-        ["fairseq-eval-lm", tmp_path / "bin", "--user-dir", USER_DIR, "--path", save / "checkpoint_last.pt"]
+        [
+            "fairseq-eval-lm",
+            tmp_path / "bin",
+            "--user-dir",
+            USER_DIR,
+            "--path",
+            save / "checkpoint_last.pt",
+        ]
         + ["--gen-subset", "valid", "--tokens-per-sample", "64", "--context-window", "32", "--cpu"]
     )
     m = re.search(r"Loss \(base 2\): [\d.]+, Perplexity: ([\d.]+)", ev.stdout + ev.stderr)

@@ -16,6 +16,7 @@ from fairseq.models.transformer import (
     base_architecture,
 )
 
+from fairseq_plugins.cli_errors import PluginConfigError
 from fairseq_plugins.modules.copy_generator import CopyGenerator
 from fairseq_plugins.modules.graph_encoder_layer import GraphEncoderLayer
 from fairseq_plugins.modules.layer_sharing import tie_parameters
@@ -104,7 +105,7 @@ class VariantTransformerDecoder(TransformerDecoderBase):
             tie_parameters(self.layers)
         if options.copy_decoder:
             if no_encoder_attn:
-                raise ValueError("--copy-decoder needs an encoder (not available for LMs)")
+                raise PluginConfigError("--copy-decoder needs an encoder (not available for LMs)")
             self.copy_generator = CopyGenerator(self.output_embed_dim, cfg.encoder.embed_dim)
         else:
             self.copy_generator = None
@@ -156,11 +157,63 @@ class VariantTransformerDecoder(TransformerDecoderBase):
         return out if log_probs else out.exp()
 
 
+def check_attention_dims(args, options, roles=("encoder", "decoder", "cross")):
+    """Every attention's width must split into its heads / searches / retrievals: raise a
+    PluginConfigError naming the flags (instead of an assertion deep inside a module)."""
+    for role in roles:
+        side = "encoder" if role == "encoder" else "decoder"
+        embed_dim = getattr(args, f"{side}_embed_dim")
+        heads = getattr(args, f"{side}_attention_heads")
+        if heads < 1:
+            raise PluginConfigError(f"--{side}-attention-heads must be >= 1 (got {heads})")
+        inner_dims = [embed_dim]
+        if role == "encoder" and options.graph_encoder and options.graph_half_dim:
+            if embed_dim % 2 or (embed_dim // 2) % heads:
+                raise PluginConfigError(
+                    f"--graph-half-dim needs d/2 = {embed_dim / 2} divisible by "
+                    f"--encoder-attention-heads {heads}"
+                )
+            inner_dims.append(embed_dim // 2)
+        attention_type = options.attention_type_for(role)
+        for inner in inner_dims:
+            if attention_type == "compositional":
+                width = f"the {role} attention width {inner} (--{side}-embed-dim" + (
+                    " / 2, --graph-half-dim)" if inner != embed_dim else ")"
+                )
+                searches = options.num_searches or heads
+                if inner % searches:
+                    given = (
+                        "--num-searches" if options.num_searches else f"--{side}-attention-heads"
+                    )
+                    raise PluginConfigError(
+                        f"{given} {searches} (the number of searches) does not divide {width}"
+                    )
+                retrievals = options.num_retrievals or heads
+                value_width = options.compositional_attn_dim or inner
+                if value_width % retrievals:
+                    given = (
+                        "--num-retrievals"
+                        if options.num_retrievals
+                        else f"--{side}-attention-heads"
+                    )
+                    raise PluginConfigError(
+                        f"{given} {retrievals} (the number of retrievals) does not divide the "
+                        f"{role} retrieval value width {value_width} (--compositional-attn-dim, "
+                        "default: the attention width)"
+                    )
+            elif inner % heads:
+                raise PluginConfigError(
+                    f"--{side}-embed-dim {embed_dim} is not divisible by "
+                    f"--{side}-attention-heads {heads}"
+                )
+
+
 def check_variant_model(args, task):
     """Errors a user can fix, raised before anything is built or written."""
     options = VariantConfig.from_args(args)
+    check_attention_dims(args, options)
     if options.copy_decoder and task.source_dictionary != task.target_dictionary:
-        raise ValueError(
+        raise PluginConfigError(
             "--copy-decoder needs a joined source/target dictionary "
             "(run fairseq-preprocess with --joined-dictionary)"
         )

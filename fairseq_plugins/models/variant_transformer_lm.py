@@ -16,9 +16,10 @@ from fairseq.models.transformer_lm import (
     base_lm_architecture,
 )
 
+from fairseq_plugins.cli_errors import PluginConfigError
 from fairseq_plugins.variant_config import VariantConfig, set_variant_defaults
 
-from .variant_transformer import VariantTransformerDecoder
+from .variant_transformer import VariantTransformerDecoder, check_attention_dims
 
 
 @dataclass
@@ -33,11 +34,14 @@ class VariantTransformerLanguageModel(TransformerLanguageModel):
         variant_lm_base_architecture(args)
         options = VariantConfig.from_args(args)
         if options.copy_decoder:
-            raise ValueError("--copy-decoder needs an encoder; it is not available for LMs")
+            raise PluginConfigError("--copy-decoder needs an encoder; it is not available for LMs")
         if options.graph_encoder:
-            raise ValueError("--graph-encoder concerns encoders; it is not available for LMs")
+            raise PluginConfigError(
+                "--graph-encoder concerns encoders; it is not available for LMs"
+            )
+        check_attention_dims(args, options, roles=("decoder",))
         if args.character_embeddings or args.adaptive_input:
-            raise ValueError(
+            raise PluginConfigError(
                 "variant_transformer_lm supports plain token embeddings only "
                 "(no --character-embeddings / --adaptive-input)"
             )

@@ -29,7 +29,11 @@ class CopyGenerator(nn.Module):
         keys = encoder_out.transpose(0, 1)  # (B, S, C)
         logits = torch.bmm(query, keys.transpose(1, 2)).float() * self.scaling
         if encoder_padding_mask is not None:
-            logits = logits.masked_fill(encoder_padding_mask.unsqueeze(1), float("-inf"))
+            # Finite (like the fused attention's masks): a fully padded source row gives a
+            # uniform, not NaN, distribution.
+            logits = logits.masked_fill(
+                encoder_padding_mask.unsqueeze(1), torch.finfo(logits.dtype).min
+            )
         return F.softmax(logits, dim=-1)
 
     def gate_weight(self, features):

@@ -26,6 +26,7 @@ from fairseq import metrics, utils
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
+from fairseq_plugins.cli_errors import PluginConfigError
 from fairseq_plugins.metrics.seq_accuracy import is_correct
 
 logger = logging.getLogger(__name__)
@@ -58,9 +59,9 @@ class TranslationAccuracyTask(TranslationTask):
             try:
                 gen_args = json.loads(self.cfg.eval_accuracy_args or "{}")
             except json.JSONDecodeError as e:
-                raise ValueError(f"--eval-accuracy-args is not valid JSON: {e}") from None
+                raise PluginConfigError(f"--eval-accuracy-args is not valid JSON: {e}") from None
             if not isinstance(gen_args, dict):
-                raise ValueError("--eval-accuracy-args must be a JSON object")
+                raise PluginConfigError("--eval-accuracy-args must be a JSON object")
             self._acc_fixed_len = "max_len_a" in gen_args or "max_len_b" in gen_args
             self.accuracy_generator = self.build_generator([model], Namespace(**gen_args))
         return model
@@ -93,7 +94,7 @@ class TranslationAccuracyTask(TranslationTask):
 
     def valid_step(self, sample, model, criterion):
         if self.cfg.eval_accuracy and getattr(criterion, "report_accuracy", False):
-            raise ValueError(
+            raise PluginConfigError(
                 "--eval-accuracy and the criterion's --report-accuracy both log `accuracy`; "
                 "drop --report-accuracy"
             )
