@@ -17,8 +17,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bash scripts/setup.sh
 export PATH=$root/.venv/bin:$PATH
-# Two cores here: keep torch from oversubscribing when tests run fairseq subprocesses.
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+# Tiny models in the tests: one thread per process is as fast, and torch's spinning OpenMP
+# threads slow down ~10x when a fairseq subprocess and its data loader share 2 cores.
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 echo "test.sh: ruff check" >&2
 ruff check .
 ruff format --check .

@@ -17,7 +17,7 @@ def run(cmd, cwd=None, env=None, check=True, timeout=900):
     """Run a command (list of str), return CompletedProcess; on failure show its output."""
     full_env = dict(os.environ)
     full_env["PATH"] = f"{BIN}{os.pathsep}{full_env.get('PATH', '')}"
-    full_env.setdefault("OMP_NUM_THREADS", "2")
+    full_env.setdefault("OMP_NUM_THREADS", "1")
     if env:
         full_env.update(env)
     proc = subprocess.run(
