@@ -168,9 +168,66 @@ class CompositionalAttention(FusedAttention):
     def combine(self, attended, query):
         bsz, searches, tgt_len, _ = attended.shape
         pairs = attended.view(bsz, searches, tgt_len, self.num_retrievals, self.value_dim)
-        scores = self.value_scores(pairs, query)
+        if self.scoring == "dot" and (
+            getattr(self.value_scores, "__func__", None) is CompositionalAttention.value_scores
+        ):
+            mixed, scores = self.mix_dot(pairs, query)
+        else:  # mlp scoring, or value_scores overridden (a subclass or an instance hook)
+            scores = self.value_scores(pairs, query)
+            mixed = torch.matmul(scores.unsqueeze(-2), pairs).squeeze(-2)  # (B, S, Tq, d_v)
         if self.keep_value_scores:
             self.last_value_scores = scores.detach()
-        mixed = torch.matmul(scores.unsqueeze(-2), pairs).squeeze(-2)  # (B, S, Tq, d_v)
         out = mixed.permute(2, 0, 1, 3).reshape(tgt_len, bsz, searches * self.value_dim)
         return self.out_proj(out)
+
+    def mix_dot(self, pairs, query):
+        """value_scores (dot) and sum_j c_ij O_ij in one autograd node: same maths, fewer passes
+        over the (B, S, Tq, R, d_v) pairs (forward reads them twice, backward reads them twice and
+        writes their gradient in place). Returns mixed (B, S, Tq, d_v) and c (B, S, Tq, R)."""
+        rq = self.retrieval_queries(query)
+        w, b = self.retrieval_key_proj.weight, self.retrieval_key_proj.bias
+        folded = torch.matmul(rq, w)  # q_i W_rk: (B, S, Tq, d_v)
+        shift = torch.matmul(rq, b) if b is not None else None  # q_i . b, constant over j
+        lead = pairs.shape[:3]
+        n = lead.numel()
+        mixed, scores = _DotRetrievalMix.apply(
+            pairs.reshape(n, self.num_retrievals, self.value_dim),
+            folded.reshape(n, self.value_dim),
+            shift.reshape(n) if shift is not None else None,
+        )
+        return mixed.view(*lead, self.value_dim), scores.view(*lead, self.num_retrievals)
+
+
+class _DotRetrievalMix(torch.autograd.Function):
+    """c = softmax_j(O_j . f + s), out = sum_j c_j O_j, per row; O (N, R, d_v), f (N, d_v), s (N,).
+
+    Backward: g_c = O g_out, g_l = c * (g_c - c . g_c), g_O = c g_out^T + g_l f^T (written in
+    place), g_f = g_l^T O, g_s = sum_j g_l (zero up to rounding: softmax ignores a shift)."""
+
+    @staticmethod
+    def forward(ctx, pairs, folded, shift):
+        logits = torch.bmm(pairs, folded.unsqueeze(-1)).squeeze(-1)  # (N, R)
+        if shift is not None:
+            logits = logits + shift.unsqueeze(-1)
+        if logits.dtype in (torch.float32, torch.float64):
+            scores = F.softmax(logits, dim=-1)
+        else:
+            scores = F.softmax(logits, dim=-1, dtype=torch.float32).to(pairs.dtype)
+        mixed = torch.bmm(scores.unsqueeze(1), pairs).squeeze(1)  # (N, d_v)
+        ctx.save_for_backward(pairs, folded, scores)
+        ctx.has_shift = shift is not None
+        ctx.mark_non_differentiable(scores)
+        return mixed, scores
+
+    @staticmethod
+    def backward(ctx, grad_mixed, _grad_scores):
+        pairs, folded, scores = ctx.saved_tensors
+        grad_mixed = grad_mixed.contiguous()
+        grad_scores = torch.bmm(pairs, grad_mixed.unsqueeze(-1)).squeeze(-1)  # (N, R)
+        grad_logits = scores * (grad_scores - (scores * grad_scores).sum(-1, keepdim=True))
+        grad_pairs = torch.empty_like(pairs)  # c g^T + g_l f^T, written once, then updated
+        torch.mul(scores.unsqueeze(-1), grad_mixed.unsqueeze(1), out=grad_pairs)
+        grad_pairs.addcmul_(grad_logits.unsqueeze(-1), folded.unsqueeze(1))
+        grad_folded = torch.bmm(grad_logits.unsqueeze(1), pairs).squeeze(1)
+        grad_shift = grad_logits.sum(-1) if ctx.has_shift else None
+        return grad_pairs, grad_folded, grad_shift

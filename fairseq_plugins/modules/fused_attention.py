@@ -44,6 +44,13 @@ def additive_mask(attn_mask, key_padding_mask, bsz, tgt_len, src_len, dtype):
     return mask
 
 
+def softmax_as(logits, dtype):
+    """Softmax over the last dim in float32 at least (as fairseq), returned in ``dtype``."""
+    if logits.dtype in (torch.float32, torch.float64):
+        return F.softmax(logits, dim=-1)
+    return F.softmax(logits, dim=-1, dtype=torch.float32).to(dtype)
+
+
 @with_incremental_state
 class FusedAttention(nn.Module):
     """Base of SDPAMultiheadAttention and CompositionalAttention (T x B x C layout)."""
@@ -147,25 +154,36 @@ class FusedAttention(nn.Module):
         src_len = k.size(2)
 
         q = self.project_query(query)
-        bias = additive_mask(attn_mask, key_padding_mask, bsz, tgt_len, src_len, q.dtype)
+        # Additive bias terms, kept apart: the explicit path adds them to the logits in place, the
+        # fused call gets their sum.
+        biases = []
+        mask = additive_mask(attn_mask, key_padding_mask, bsz, tgt_len, src_len, q.dtype)
+        if mask is not None:
+            biases.append(mask)
         if self.relative_positions is not None:
             labels = self._relative_labels(saved, key_padding_mask, tgt_len, src_len, q.device)
-            rel = self.relative_positions(q, labels, self.scaling)
-            bias = rel if bias is None else bias + rel
+            biases.append(self.relative_positions(q, labels, self.scaling))
         if saved is not None:
             incremental_state = self._set_input_buffer(incremental_state, saved)
 
-        if need_weights:
+        if need_weights or not self._use_fused_call(q, v, biases):
             # Explicit path: fairseq wants the attention weights (alignment, cross-attention at
-            # generation time); SDPA does not return them.
-            logits = torch.matmul(q, k.transpose(-1, -2)) * self.scaling
-            if bias is not None:
-                logits = logits + bias
-            weights = F.softmax(logits.float(), dim=-1).type_as(q)
-            attended = torch.matmul(self.dropout_module(weights), v)
+            # generation time; SDPA does not return them), or the fused kernel is unavailable and
+            # PyTorch's fallback would do the same work with extra copies (see _use_fused_call).
+            if src_len > q.size(-1):  # scale whichever of q and the logits is smaller
+                logits = torch.matmul(q * self.scaling, k.transpose(-1, -2))
+            else:
+                logits = torch.matmul(q, k.transpose(-1, -2)).mul_(self.scaling)
+            for b in biases:
+                logits = logits.add_(b)
+            weights = softmax_as(logits, q.dtype)
+            attended = self.apply_weights(self.dropout_module(weights), v)
         else:
             if v.size(1) != self.num_heads:  # values shared by all heads (compositional)
                 v = v.expand(bsz, self.num_heads, src_len, v.size(-1))
+            bias = None
+            for b in biases:
+                bias = b if bias is None else bias + b
             if bias is not None:
                 bias = bias.expand(bsz, self.num_heads, tgt_len, src_len)
             attended = F.scaled_dot_product_attention(
@@ -184,6 +202,37 @@ class FusedAttention(nn.Module):
             if not need_head_weights:
                 weights = weights.mean(dim=0)
         return out, weights
+
+    # Shared values larger than this (elements of the (B, H, Tk, d_v) expansion) go through the
+    # explicit path on CPU; smaller problems keep the single fused call, where the copy is noise.
+    shared_value_explicit_numel = 1 << 16
+
+    def _use_fused_call(self, q, v, biases):
+        """One ``F.scaled_dot_product_attention`` call, or the explicit path (CPU only).
+
+        On CPU the fused (flash) kernel needs q/k/v of one head width and a bias that needs no
+        gradient; otherwise PyTorch runs its math fallback, which scales copies of q and k, copies
+        the expanded shared values (B, S, Tk, R*d_v) for compositional attention, and adds NaN
+        guards to the softmax. The explicit path does the same maths without those copies: shared
+        values are one (S*Tq, Tk) x (Tk, R*d_v) GEMM per sentence. CUDA always takes the fused call.
+        """
+        if q.is_cuda:
+            return True
+        if torch.is_grad_enabled() and any(b.requires_grad for b in biases):
+            return False
+        if v.size(1) != self.num_heads:
+            return q.size(0) * self.num_heads * v.size(2) * v.size(3) < (
+                self.shared_value_explicit_numel
+            )
+        return True
+
+    def apply_weights(self, weights, v):
+        """weights (B, H, Tq, Tk) @ values (B, H or 1, Tk, d_v*) without expanding shared values."""
+        bsz, heads, tgt_len, src_len = weights.shape
+        if v.size(1) == 1 and heads > 1:
+            out = torch.bmm(weights.reshape(bsz, heads * tgt_len, src_len), v.squeeze(1))
+            return out.view(bsz, heads, tgt_len, v.size(-1))
+        return torch.matmul(weights, v)
 
     def _relative_labels(self, saved, key_padding_mask, tgt_len, src_len, device):
         if not self.encoder_decoder_attention:

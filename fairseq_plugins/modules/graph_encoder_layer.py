@@ -27,11 +27,24 @@ class WeightGateFusion(nn.Module):
         self.gate = nn.Linear(NUM_PARTS * embed_dim, NUM_PARTS)
 
     def weights(self, parts):
-        return F.softmax(self.gate(torch.cat(parts, dim=-1)).float(), dim=-1).type_as(parts[0])
+        # W_g [H; M1; M2; L] as the sum of the four column blocks of W_g applied to each part: the
+        # (T, B, 4d) concatenation is never built.
+        dim = parts[0].size(-1)
+        w = self.gate.weight
+        logits = F.linear(parts[0], w[:, :dim], self.gate.bias)
+        for k in range(1, NUM_PARTS):
+            logits = logits + F.linear(parts[k], w[:, k * dim : (k + 1) * dim])
+        if logits.dtype in (torch.float32, torch.float64):
+            return F.softmax(logits, dim=-1)
+        return F.softmax(logits, dim=-1, dtype=torch.float32).to(parts[0].dtype)
 
     def forward(self, parts):
-        stacked = torch.stack(parts, dim=-2)  # (T, B, 4, d)
-        return torch.matmul(self.weights(parts).unsqueeze(-2), stacked).squeeze(-2)
+        # sum_k g_k Z_k without stacking the parts into a (T, B, 4, d) copy
+        g = self.weights(parts)
+        out = parts[0] * g[..., 0:1]
+        for k in range(1, NUM_PARTS):
+            out = torch.addcmul(out, parts[k], g[..., k : k + 1])
+        return out
 
 
 class SelfGateFusion(nn.Module):

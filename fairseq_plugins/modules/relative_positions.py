@@ -39,22 +39,25 @@ class RelativePositionBias(nn.Module):
         return diff.clamp(-self.radius, self.radius) + self.radius
 
     def forward(self, q, labels, scaling):
-        """Additive logits bias (B, H, Tq, Tk) for unscaled queries q (B, H, Tq, d_h).
+        """Additive logits bias (B or 1, H or 1, Tq, Tk) for unscaled queries q (B, H, Tq, d_h).
 
-        ``labels`` is (Tq, Tk) (same for the whole batch) or (B, Tq, Tk).
+        ``labels`` is (Tq, Tk) (same for the whole batch) or (B, Tq, Tk). The scaling is applied to
+        the small per-label tensors, and with rel-eb the bias table is added to ``q E^T`` before the
+        gather (both are indexed by the same label), so only one (B, H, Tq, Tk) tensor is written.
         """
         bsz, heads, tgt_len, _ = q.shape
         if labels.dim() == 2:
             labels = labels.unsqueeze(0)
         labels = labels.unsqueeze(1)  # (B or 1, 1, Tq, Tk)
         src_len = labels.size(-1)
-        bias = None
-        if self.embeddings is not None:
-            scores = torch.matmul(q, self.embeddings.t().to(q.dtype))  # (B, H, Tq, 2k+1)
-            index = labels.expand(bsz, heads, tgt_len, src_len)
-            bias = torch.gather(scores, -1, index)
+        table = None
         if self.bias is not None:
-            table = self.bias.to(q.dtype)[labels.squeeze(1)]  # (B or 1, Tq, Tk, H or 1)
-            table = table.permute(0, 3, 1, 2)
-            bias = table if bias is None else bias + table
-        return bias * scaling
+            table = self.bias.to(q.dtype).t() * scaling  # (H or 1, 2k+1)
+        if self.embeddings is None:
+            # (B or 1, Tq, Tk, H or 1) -> (B or 1, H or 1, Tq, Tk)
+            return table.t()[labels.squeeze(1)].permute(0, 3, 1, 2)
+        scores = torch.matmul(q, self.embeddings.t().to(q.dtype) * scaling)  # (B, H, Tq, 2k+1)
+        if table is not None:
+            scores = scores + table.unsqueeze(1)  # (H or 1, 1, 2k+1) broadcast over B, Tq
+        index = labels.expand(bsz, heads, tgt_len, src_len)
+        return torch.gather(scores, -1, index)

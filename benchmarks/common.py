@@ -1,0 +1,133 @@
+"""Helpers shared by the benchmark scripts: machine description, robust statistics, peak memory,
+and writing results as JSON plus a markdown table. Benchmarks are scripts, not tests."""
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+import torch
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def cpu_name():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def git_revision():
+    try:
+        root = Path(__file__).resolve().parent.parent
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "fairseq_plugins"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        return rev + ("+dirty" if dirty else "")
+    except OSError:
+        return "unknown"
+
+
+def machine(device):
+    info = {
+        "host": platform.node(),
+        "cpu": cpu_name(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "device": str(device),
+        "git": git_revision(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    }
+    try:
+        info["loadavg_start"] = os.getloadavg()
+    except OSError:
+        pass
+    try:
+        import fairseq
+
+        info["fairseq"] = fairseq.__version__
+    except ImportError:
+        pass
+    if device.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(device)
+    return info
+
+
+def quartiles(values):
+    """(median, q1, q3) of a list (inclusive method, fine for small samples)."""
+    values = sorted(values)
+    if len(values) == 1:
+        return values[0], values[0], values[0]
+    q1, med, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return med, q1, q3
+
+
+def summary(values):
+    med, q1, q3 = quartiles(values)
+    return {"median": med, "q1": q1, "q3": q3, "iqr": q3 - q1, "n": len(values)}
+
+
+# -- CPU peak memory: peak resident set size, reset per measurement ---------------------------------
+# With a fixed mmap threshold glibc serves every allocation above it by mmap and unmaps it on free,
+# so the resident set follows the live tensors; /proc/self/clear_refs "5" resets the kernel's
+# high-water mark (VmHWM). Peak = VmHWM after the measured call - VmRSS before it.
+MMAP_ENV = {"MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_TRIM_THRESHOLD_": "131072"}
+
+
+def _status_kib(field):
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(field)
+
+
+def rss_peak_supported():
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        _status_kib("VmHWM")
+        return True
+    except (OSError, RuntimeError):
+        return False
+
+
+def measure_peak_bytes(fn, device):
+    """Peak memory of fn() above what was allocated before the call."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        before = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        fn()
+        torch.cuda.synchronize(device)
+        return torch.cuda.max_memory_allocated(device) - before
+    Path("/proc/self/clear_refs").write_text("5")
+    before = _status_kib("VmRSS")
+    fn()
+    return (_status_kib("VmHWM") - before) * 1024
+
+
+def write_results(name, payload, markdown):
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2) + "\n")
+    (RESULTS / f"{name}.md").write_text(markdown)
+    print(markdown)
+    print(f"wrote {RESULTS / (name + '.json')} and {RESULTS / (name + '.md')}")
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
