@@ -1,19 +1,7 @@
 # IWSLT'14 De->En with the Graph-Transformer's best setting (half dimension + weight-gate fusion;
 # the paper's De-En model: 6+6 layers, d 512, ffn 1024, dropout 0.3, beam 5; reported BLEU 37.6 vs
-# 36.5). Sourced by scripts/compare-nmt.sh; data as in iwslt14-deen-baseline.sh.
+# 36.5). Sourced by scripts/compare-nmt.sh; data and recipe as in iwslt14-deen-baseline.sh.
+source "$(dirname "${BASH_SOURCE[0]}")/iwslt14-deen-baseline.sh"
 NAME=iwslt14-deen-graph-halfdim-weightgate
 ARCH=graph_transformer_iwslt_de_en
-DATA=${IWSLT14_BIN:-data-bin/iwslt14.tokenized.de-en}
-SRC=de
-TGT=en
-TRAIN_ARGS=(
-  --graph-half-dim --graph-fusion weight-gate
-  --share-decoder-input-output-embed --dropout 0.3 --weight-decay 0.0001
-  --optimizer adam --adam-betas "(0.9,0.98)" --clip-norm 0.0
-  --lr 5e-4 --lr-scheduler inverse_sqrt --warmup-updates 4000
-  --criterion label_smoothed_cross_entropy --label-smoothing 0.1
-  --max-tokens 4096 --max-epoch 60 --keep-last-epochs 5
-)
-BEAM=5
-LENPEN=1.0
-GEN_ARGS=(--remove-bpe)
+TRAIN_ARGS+=(--graph-half-dim --graph-fusion weight-gate)

@@ -1,21 +1,6 @@
-# Multi30k De->En, tiny Graph-Transformer (half dimension + weight-gate; same sizes and schedule as
-# multi30k-small-baseline.sh), for CPU. Sourced by compare-nmt.sh.
+# Multi30k De->En, tiny Graph-Transformer (half dimension + weight-gate), same sizes and schedule as
+# multi30k-small-baseline.sh, for CPU. Sourced by compare-nmt.sh.
+source "$(dirname "${BASH_SOURCE[0]}")/multi30k-small-baseline.sh"
 NAME=multi30k-small-graph
 ARCH=graph_transformer
-DATA=${MULTI30K_BIN:-data-bin/multi30k.de-en/bin}
-SRC=de
-TGT=en
-TRAIN_ARGS=(
-  --graph-half-dim --graph-fusion weight-gate
-  --encoder-layers 2 --decoder-layers 2
-  --encoder-embed-dim 128 --decoder-embed-dim 128
-  --encoder-ffn-embed-dim 256 --decoder-ffn-embed-dim 256
-  --encoder-attention-heads 4 --decoder-attention-heads 4
-  --share-decoder-input-output-embed --dropout 0.1
-  --optimizer adam --adam-betas "(0.9,0.98)" --lr 0.001 --lr-scheduler inverse_sqrt
-  --warmup-updates 100 --clip-norm 1.0 --weight-decay 0.0001
-  --criterion label_smoothed_cross_entropy --label-smoothing 0.1
-  --max-tokens 2048 --max-update 300 --validate-interval-updates 100
-  --no-epoch-checkpoints --seed 1 --num-workers 0
-)
-GEN_ARGS=(--remove-bpe sentencepiece)  # prepare-multi30k.sh: moses tokens + sentencepiece BPE
+TRAIN_ARGS+=(--graph-half-dim --graph-fusion weight-gate)

@@ -1,18 +1,7 @@
 # WMT'16 En->De with the Graph-Transformer's best setting (half dimension + weight-gate; d 512,
-# ffn 2048, 8 heads, dropout 0.1, beam 4, lenpen 0.6; reported BLEU 28.3 vs 27.1).
+# ffn 2048, 8 heads, dropout 0.1, beam 4, lenpen 0.6; reported BLEU 28.3 vs 27.1); recipe of
+# wmt16-ende-baseline.sh. Sourced by scripts/compare-nmt.sh.
+source "$(dirname "${BASH_SOURCE[0]}")/wmt16-ende-baseline.sh"
 NAME=wmt16-ende-graph-halfdim-weightgate
 ARCH=graph_transformer_wmt_en_de
-DATA=${WMT16_BIN:-data-bin/wmt16_en_de_bpe32k}
-SRC=en
-TGT=de
-TRAIN_ARGS=(
-  --graph-half-dim --graph-fusion weight-gate
-  --share-all-embeddings --dropout 0.1 --weight-decay 0.0
-  --optimizer adam --adam-betas "(0.9,0.98)" --clip-norm 0.0
-  --lr 7e-4 --lr-scheduler inverse_sqrt --warmup-updates 4000 --warmup-init-lr 1e-07
-  --criterion label_smoothed_cross_entropy --label-smoothing 0.1
-  --max-tokens 4096 --update-freq 8 --max-update 100000 --keep-last-epochs 5
-)
-BEAM=4
-LENPEN=0.6
-GEN_ARGS=(--remove-bpe)
+TRAIN_ARGS+=(--graph-half-dim --graph-fusion weight-gate)
