@@ -181,3 +181,16 @@ def test_padding_invariance_left_and_right(mode):
         y2, batch2, batch2, key_padding_mask=padding_mask([4, 7], 7, left=True), need_weights=False
     )
     torch.testing.assert_close(cross[:, 0:1], cross_alone, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["none", "eb"])
+def test_weights_are_returned_only_when_asked(mode):
+    """fairseq (e.g. eval-lm's scorer) indexes whatever weights come back: like its own
+    MultiheadAttention, return none unless need_weights, whichever internal path ran."""
+    m = SDPAMultiheadAttention(D, H, self_attention=True, rel_pos=mode).train()
+    c = CompositionalAttention(D, 4, 4, 8, self_attention=True).train()
+    for module in (m, c):
+        for length in (3, 300):  # small and large problems take different paths
+            x = torch.randn(length, 2, D)
+            assert module(x, x, x, attn_mask=causal_mask(length), need_weights=False)[1] is None
+            assert module(x, x, x, need_weights=True)[1].shape == (2, length, length)

@@ -197,6 +197,8 @@ class FusedAttention(nn.Module):
             weights = None
 
         out = self.combine(attended, query)
+        if not need_weights:
+            weights = None  # as fairseq: weights only when asked (its scorers index them)
         if weights is not None:
             weights = weights.transpose(0, 1)  # (H, B, Tq, Tk), as fairseq returns them
             if not need_head_weights:
