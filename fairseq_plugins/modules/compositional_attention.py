@@ -14,8 +14,6 @@ The retrieval key is folded into the query, ``q_i . (O_ij W_rk + b) = O_ij . (q_
 so the (..., R, d_s) key tensor is never built. No Python loop over searches or retrievals.
 """
 
-import math
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -112,15 +110,6 @@ class CompositionalAttention(FusedAttention):
         self.keep_value_scores = False
         self.last_value_scores = None
         self.reset_parameters()
-
-    def reset_parameters(self):
-        # As fairseq's MultiheadAttention for the search/value projections.
-        gain = 1 / math.sqrt(2) if self.kdim == self.vdim == self.embed_dim else 1.0
-        for proj in (self.q_proj, self.k_proj, self.v_proj):
-            nn.init.xavier_uniform_(proj.weight, gain=gain)
-        nn.init.xavier_uniform_(self.out_proj.weight)
-        if self.out_proj.bias is not None:
-            nn.init.constant_(self.out_proj.bias, 0.0)
 
     def project_query(self, query):
         tgt_len, bsz, _ = query.shape

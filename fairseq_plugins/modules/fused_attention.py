@@ -7,6 +7,8 @@ values become the output (``combine``). fairseq's own ``MultiheadAttention`` onl
 mask and cannot carry a per-head float bias, hence this module.
 """
 
+import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -82,6 +84,15 @@ class FusedAttention(nn.Module):
             )
         else:
             self.relative_positions = None
+
+    def reset_parameters(self):
+        """fairseq's MultiheadAttention initialisation of q/k/v/out (subclasses name them so)."""
+        gain = 1 / math.sqrt(2) if self.kdim == self.vdim == self.embed_dim else 1.0
+        for proj in (self.k_proj, self.v_proj, self.q_proj):
+            nn.init.xavier_uniform_(proj.weight, gain=gain)
+        nn.init.xavier_uniform_(self.out_proj.weight)
+        if self.out_proj.bias is not None:
+            nn.init.constant_(self.out_proj.bias, 0.0)
 
     # -- to be defined by subclasses -------------------------------------------------------------
     def project_query(self, query):

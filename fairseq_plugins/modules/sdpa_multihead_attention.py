@@ -4,8 +4,6 @@ half-dimension). Parameter names and initialisation follow fairseq's MultiheadAt
 are interchangeable where both apply (tests check they coincide).
 """
 
-import math
-
 import torch.nn as nn
 
 from .fused_attention import FusedAttention
@@ -52,15 +50,6 @@ class SDPAMultiheadAttention(FusedAttention):
         self.v_proj = nn.Linear(self.vdim, inner_dim, bias=bias)
         self.out_proj = nn.Linear(inner_dim, embed_dim, bias=bias)
         self.reset_parameters()
-
-    def reset_parameters(self):
-        # fairseq's MultiheadAttention initialisation
-        gain = 1 / math.sqrt(2) if self.kdim == self.vdim == self.embed_dim else 1.0
-        for proj in (self.k_proj, self.v_proj, self.q_proj):
-            nn.init.xavier_uniform_(proj.weight, gain=gain)
-        nn.init.xavier_uniform_(self.out_proj.weight)
-        if self.out_proj.bias is not None:
-            nn.init.constant_(self.out_proj.bias, 0.0)
 
     def _split_heads(self, x):
         length, bsz, _ = x.shape
