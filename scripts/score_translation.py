@@ -8,17 +8,14 @@ import json
 import os
 import sys
 
+from fairseq_plugins.metrics import seq_accuracy
+
 
 def parse_generate(path):
-    hyps, refs = {}, {}
+    """Corpus-order (hyps, refs, ids) from fairseq-generate output (the shared parser: first H-
+    line of an id is its best hypothesis, lines in any order)."""
     with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("H-"):
-                key, _, text = line.rstrip("\n").split("\t", 2)
-                hyps[int(key[2:])] = text
-            elif line.startswith("T-"):
-                key, text = line.rstrip("\n").split("\t", 1)
-                refs[int(key[2:])] = text
+        hyps, refs, _ = seq_accuracy.parse_generate_output(f)
     if not hyps:
         raise SystemExit(f"score: error: no H- lines in {path} (is it fairseq-generate output?)")
     ids = sorted(hyps)
@@ -76,7 +73,7 @@ def main():
     bleu = sacrebleu.metrics.BLEU()
     score = bleu.corpus_score(hyp, [ref])
     tok_bleu = sacrebleu.metrics.BLEU(tokenize="none").corpus_score(hyp_tok, [ref_tok])
-    accuracy = sum(h.split() == r.split() for h, r in zip(hyp_tok, ref_tok)) / len(hyp_tok)
+    accuracy = seq_accuracy.score(hyp_tok, ref_tok)["accuracy"]
     result = {
         "sentences": len(hyp),
         "sacrebleu": round(score.score, 2),
