@@ -3,6 +3,9 @@ the paper's table rows.
 
 - Sizes: ``compgen_{small,large}_{2,4,6}[s]``: small d=64/ffn 256/4 heads, large d=128/ffn 512/8
   heads, l encoder and l decoder layers, ``s`` = weight sharing across layers.
+- Compositional attention (Mittal et al.) on these tasks, new rows of ours:
+  ``compgen_comp_rel2_eb_c`` (every attention compositional, S = R = 4, rel2-eb, copy decoder)
+  and its shared-layer twin ``compgen_comp_rel2_eb_cs``.
 - Positions on the small 2-layer model: ``compgen_abs``, ``compgen_rel_{e,b,eb}`` (self-attention)
   and ``compgen_rel2_{e,b,eb}`` (also decoder-to-encoder), each with ``_c`` for the copy decoder.
 The paper's training defaults are post-norm and dropout 0.1. All options still combine: e.g.
@@ -26,10 +29,14 @@ def compgen_shape(args, size, layers):
     args.dropout = getattr(args, "dropout", 0.1)
 
 
-def _register(name, size, layers, shared=False, rel_pos=None, cross=False, copy=False):
+def _register(
+    name, size, layers, shared=False, rel_pos=None, cross=False, copy=False, attention=None
+):
     @register_model_architecture("variant_transformer", name)
     def arch(args):
         compgen_shape(args, size, layers)
+        if attention and getattr(args, "attention_type", None) is None:
+            args.attention_type = attention
         if shared:
             args.share_encoder_layers = args.share_decoder_layers = True
         if rel_pos and getattr(args, "rel_pos", None) is None:
@@ -56,3 +63,23 @@ for _copy in (False, True):
         _register(
             f"compgen_rel2_{_mode}{_suffix}", "small", 2, rel_pos=_mode, cross=True, copy=_copy
         )
+
+_register(
+    "compgen_comp_rel2_eb_c",
+    "small",
+    2,
+    rel_pos="eb",
+    cross=True,
+    copy=True,
+    attention="compositional",
+)
+_register(
+    "compgen_comp_rel2_eb_cs",
+    "small",
+    2,
+    shared=True,
+    rel_pos="eb",
+    cross=True,
+    copy=True,
+    attention="compositional",
+)
