@@ -10,16 +10,18 @@ from typing import Optional
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 
-from .cli_errors import PluginConfigError
+from .errors import PluginConfigError
+from .modules.attention_registry import ATTENTION_TYPES
+from .modules.compositional_attention import RETRIEVAL_SCORINGS
+from .modules.graph_encoder import FUSIONS
+from .modules.relative_positions import REL_POS_MODES
 
-ATTENTION_TYPES = ["multihead", "compositional"]
-REL_POS_CHOICES = ["none", "e", "b", "eb"]
-GRAPH_FUSIONS = ["sum", "weight-gate", "self-gate"]
+GRAPH_FUSIONS = list(FUSIONS)
 
 
 @dataclass
 class VariantConfig(FairseqDataclass):
-    attention_type: ChoiceEnum(ATTENTION_TYPES) = field(
+    attention_type: ChoiceEnum(list(ATTENTION_TYPES)) = field(
         default="multihead",
         metadata={"help": "attention of every layer: fairseq's multi-head or compositional"},
     )
@@ -50,14 +52,18 @@ class VariantConfig(FairseqDataclass):
     retrieval_qk_dim: int = field(
         default=32, metadata={"help": "retrieval query/key dimension d_s"}
     )
-    retrieval_scoring: ChoiceEnum(["dot", "mlp"]) = field(
+    retrieval_scoring: ChoiceEnum(list(RETRIEVAL_SCORINGS)) = field(
         default="dot", metadata={"help": "value scores by dot product or a small MLP"}
     )
     retrieval_mlp_hidden: int = field(
         default=0, metadata={"help": "hidden ReLU width of the mlp scorer (0: linear)"}
     )
     compositional_attn_dim: Optional[int] = field(
-        default=None, metadata={"help": "total retrieval value width R*d_v (default: model dim)"}
+        default=None,
+        metadata={
+            "help": "total value width of the R retrievals, R*d_v (the official code's name; "
+            "default: the attention width, so d_v = d/R)"
+        },
     )
     share_encoder_layers: bool = field(
         default=False, metadata={"help": "all encoder layers share one set of parameters"}
@@ -65,7 +71,7 @@ class VariantConfig(FairseqDataclass):
     share_decoder_layers: bool = field(
         default=False, metadata={"help": "all decoder layers share one set of parameters"}
     )
-    rel_pos: ChoiceEnum(REL_POS_CHOICES) = field(
+    rel_pos: ChoiceEnum(list(REL_POS_MODES)) = field(
         default="none",
         metadata={"help": "relative positions in self-attention: e (embeddings), b (bias), eb"},
     )
@@ -114,13 +120,16 @@ class VariantConfig(FairseqDataclass):
         return options
 
     def validate(self):
+        """Choices and dependencies between options. Widths and counts are checked by the modules
+        that use them (the attention builder names the flags)."""
+        types = list(ATTENTION_TYPES)
         checks = [
-            ("attention_type", ATTENTION_TYPES),
-            ("encoder_attention_type", ATTENTION_TYPES + [None]),
-            ("decoder_attention_type", ATTENTION_TYPES + [None]),
-            ("cross_attention_type", ATTENTION_TYPES + [None]),
-            ("rel_pos", REL_POS_CHOICES),
-            ("retrieval_scoring", ["dot", "mlp"]),
+            ("attention_type", types),
+            ("encoder_attention_type", types + [None]),
+            ("decoder_attention_type", types + [None]),
+            ("cross_attention_type", types + [None]),
+            ("rel_pos", list(REL_POS_MODES)),
+            ("retrieval_scoring", list(RETRIEVAL_SCORINGS)),
             ("graph_fusion", GRAPH_FUSIONS),
         ]
         for name, choices in checks:
@@ -130,20 +139,6 @@ class VariantConfig(FairseqDataclass):
                     f"--{name.replace('_', '-')}: unknown value {getattr(self, name)!r} "
                     f"(choose from {shown})"
                 )
-        for name in ("num_searches", "num_retrievals", "compositional_attn_dim"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise PluginConfigError(f"--{name.replace('_', '-')} must be >= 1 (got {value})")
-        if self.retrieval_qk_dim < 1:
-            raise PluginConfigError(
-                f"--retrieval-qk-dim must be >= 1 (got {self.retrieval_qk_dim})"
-            )
-        if self.retrieval_mlp_hidden < 0:
-            raise PluginConfigError(
-                f"--retrieval-mlp-hidden must be >= 0 (got {self.retrieval_mlp_hidden})"
-            )
-        if self.rel_pos != "none" and self.rel_pos_radius < 1:
-            raise PluginConfigError(f"--rel-pos-radius must be >= 1 (got {self.rel_pos_radius})")
         if self.rel_pos_cross and self.rel_pos == "none":
             raise PluginConfigError("--rel-pos-cross needs --rel-pos e, b or eb")
 

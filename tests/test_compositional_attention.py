@@ -121,7 +121,7 @@ def test_identity_value_scores_equal_fairseq_multihead_attention():
         eye = torch.eye(heads).view(1, heads, 1, heads)
         return eye.expand(pairs.size(0), heads, pairs.size(2), heads)
 
-    m.value_scores = identity_scores
+    m.value_scores_override = identity_scores
     x = torch.randn(6, 3, D)
     kpm = padding_mask([6, 5, 3], 6)
     ours, _ = m(x, x, x, key_padding_mask=kpm, need_weights=False)
@@ -216,3 +216,34 @@ def test_gradients_reach_every_parameter():
         m(x, x, x, need_weights=False)[0].pow(2).sum().backward()
         for name, p in m.named_parameters():
             assert p.grad is not None and torch.isfinite(p.grad).all(), name
+
+
+def test_dot_retrieval_mix_backward_is_exact():
+    """The hand-written backward of the fused dot-product value-score mix, against autograd's
+    numerical gradients in float64 (pairs, folded query and shift)."""
+    from fairseq_plugins.modules.compositional_attention import _DotRetrievalMix
+
+    torch.manual_seed(5)
+    n, r, dv = 6, 3, 4
+    pairs = torch.randn(n, r, dv, dtype=torch.float64, requires_grad=True)
+    folded = torch.randn(n, dv, dtype=torch.float64, requires_grad=True)
+    shift = torch.randn(n, dtype=torch.float64, requires_grad=True)
+
+    def mixed_only(p, f, s):
+        return _DotRetrievalMix.apply(p, f, s)[0]
+
+    assert torch.autograd.gradcheck(mixed_only, (pairs, folded, shift))
+    assert torch.autograd.gradcheck(lambda p, f: mixed_only(p, f, None), (pairs, folded))
+
+
+def test_float64_module_stays_float64():
+    """Value scores and the output are computed in the input dtype when it is float64 (float32
+    at least, never below the input), so float64 reference checks are exact."""
+    torch.manual_seed(6)
+    for scoring in ("dot", "mlp"):
+        m = make(num_searches=4, num_retrievals=2, scoring=scoring).double()
+        m.keep_value_scores = True
+        x = torch.randn(5, 2, D, dtype=torch.float64)
+        out, _ = m(x, x, x, need_weights=False)
+        assert out.dtype == m.last_value_scores.dtype == torch.float64
+        torch.testing.assert_close(out, reference(m, x, x), atol=1e-12, rtol=1e-12)

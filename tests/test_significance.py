@@ -1,4 +1,4 @@
-"""scripts/significance.sh (bleu_significance.py) and scripts/compare-nmt.sh.
+"""scripts/significance.sh (bleu-significance.py) and scripts/compare-nmt.sh.
 
 Systems are built from real Multi30k English test references by deleting words at a fixed rate
 (deterministically), so "clearly better" and "no real difference" are known by construction.
