@@ -1,6 +1,7 @@
 """scripts/compgen-data.py: the options of the official generators (OFFICIAL-ONTANON.md section 4)
 on small seeded samples, and the CFQ loader on a hand-written sample in the release's format."""
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -9,9 +10,11 @@ from collections import Counter
 
 import pytest
 from conftest import ROOT
-from test_compgen_data import cd, read_split
 
 SCRIPT = ROOT / "scripts" / "compgen-data.py"
+_spec = importlib.util.spec_from_file_location("compgen_data_opts", SCRIPT)
+cd = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cd)
 SIZES = ["--train", "300", "--valid", "40", "--test", "40", "--seed", "5"]
 
 
@@ -19,6 +22,13 @@ def make(tmp_path, task, *opts, name=None):
     out = tmp_path / (name or "_".join([task, *opts]).replace("-", ""))
     cd.main([task, str(out), *SIZES, *opts])
     return out
+
+
+def read_split(d, name):
+    src = (d / f"{name}.src").read_text().splitlines()
+    tgt = (d / f"{name}.tgt").read_text().splitlines()
+    assert len(src) == len(tgt)
+    return [(s.split(), t.split()) for s, t in zip(src, tgt)]
 
 
 def splits(d, names=("train", "valid", "test")):
@@ -110,9 +120,10 @@ def test_instance_pairs():
 
 def test_scan_options(shared_data, tmp_path):
     base, keep, mapped = tmp_path / "base", tmp_path / "keep", tmp_path / "mapped"
-    cd.main(["scan-length", str(base)])
-    cd.main(["scan-length", str(keep), "--keep-all-steps"])
-    cd.main(["scan-length", str(mapped), "--map-output-to-input"])
+    raw = ["--raw-dir", str(shared_data / "scan")]
+    cd.main(["scan-length", str(base), *raw])
+    cd.main(["scan-length", str(keep), *raw, "--keep-all-steps"])
+    cd.main(["scan-length", str(mapped), *raw, "--map-output-to-input"])
     for f in ("train.src", "train.tgt", "valid.src", "test.tgt"):  # SCAN: two steps, same data
         assert (keep / f).read_bytes() == (base / f).read_bytes()
     words = {"I_WALK": "walk", "I_JUMP": "jump", "I_LOOK": "look", "I_RUN": "run"}
