@@ -297,6 +297,9 @@ def fetch_corpus(corpus, dest, base=None, timeout=TIMEOUT, dead=None):
         if why:
             failed.append(f.path)
             reason = reason or why
+    for sub in sorted(folder.rglob("*"), reverse=True) + [folder]:  # leave no empty folders
+        if sub.is_dir() and not any(sub.iterdir()):
+            sub.rmdir()
     return fetched, kept, failed, reason
 
 

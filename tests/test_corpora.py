@@ -102,6 +102,7 @@ def test_get_corpora_offline_says_one_line_per_corpus(tmp_path):
         assert line.startswith(f"get-corpora.sh: {name}: could not fetch "), line
         assert "127.0.0.1:9 unreachable" in line
         assert f"into {tmp_path / name} by hand" in line and "https://github.com/" in line
+    assert not list(tmp_path.iterdir())  # no empty folders left behind
     proc = run(["bash", GET, "--dest", tmp_path, "wikitext-2"], env=env, check=False)
     assert proc.returncode == 1
     [line] = proc.stderr.strip().splitlines()
