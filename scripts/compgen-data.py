@@ -25,8 +25,8 @@ Splits (defaults: 200,000 train; valid = test size; 512 test for add/addneg, 1,0
   test    the harder (longer) split, distinct sources; disjoint from train by construction and
           checked.
 
-Loaders of the published data (read from --raw-dir, default ../shared/data/<name> beside the
-repository):
+Loaders of the published data (read from --raw-dir, default the corpus folder that
+fairseq_plugins/corpora.py finds: $FAIRSEQ_PLUGINS_DATA, ../shared/data or ./corpora):
   scan-length            SCAN length split (Lake & Baroni 2018); valid held out of the train file
   scan-addjump           SCAN add-primitive "jump" split; the test file
                          (add_prim_split/tasks_test_addprim_jump.txt) is held out of the shipped
@@ -96,7 +96,10 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = ROOT.parent / "shared" / "data"
+# the corpora's one resolution ($FAIRSEQ_PLUGINS_DATA, ../shared/data, ./corpora), by path: stdlib only
+_spec = importlib.util.spec_from_file_location("_corpora", ROOT / "fairseq_plugins" / "corpora.py")
+corpora = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(corpora)
 
 ALGORITHMIC = ("add", "addneg", "reverse", "dup", "cart", "inters")
 SMALL = {"train": 1000, "valid": 100, "test": 100}
@@ -666,7 +669,11 @@ def parse_args(argv):
     p.add_argument("--test", type=int, help="test examples (default 512 add/addneg, else 1024)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--small", action="store_true", help="1000 train, 100 valid, 100 test")
-    p.add_argument("--raw-dir", type=Path, help="published files (default ../shared/data/NAME)")
+    p.add_argument(
+        "--raw-dir",
+        type=Path,
+        help="published files (default $FAIRSEQ_PLUGINS_DATA/NAME, ../shared/data/NAME or ./corpora/NAME)",
+    )
     p.add_argument("--no-download", action="store_true", help="PCFG: never try to download")
     g = p.add_argument_group("options of the official generators (see above)")
     g.add_argument("--alignment-tokens", action="store_true", help="add, addneg: P<k> markers")
@@ -721,7 +728,7 @@ def main(argv=None):
             name = "cfq"
         else:
             raise DataError(f"unknown task {args.task!r} (see --help)")
-        raw = args.raw_dir or DEFAULT_DATA / name
+        raw = args.raw_dir or corpora.corpus_dir(name)
         if args.raw_dir is not None and not raw.is_dir():
             raise DataError(f"--raw-dir {raw}: not a directory")
         if name == "scan":

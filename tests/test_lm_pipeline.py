@@ -21,10 +21,10 @@ TINY_LM = [
 
 
 @pytest.fixture(scope="module")
-def wt2_bin(shared_data, tmp_path_factory):
+def wt2_bin(wikitext2_data, tmp_path_factory):
     out = tmp_path_factory.mktemp("wt2")
     proc = run(
-        ["bash", SCRIPTS / "prepare-wikitext.sh", "2", shared_data / "wikitext-2", "--out", out]
+        ["bash", SCRIPTS / "prepare-wikitext.sh", "2", wikitext2_data, "--out", out]
         + ["--max-train-lines", "1500", "--max-eval-lines", "120"],
         env=ENV,
     )

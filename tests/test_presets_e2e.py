@@ -4,7 +4,7 @@ fairseq-generate's beam search from the checkpoint; the LM preset is scored by f
 import re
 
 import pytest
-from conftest import SHARED_DATA, USER_DIR, run
+from conftest import USER_DIR, run
 
 TRAIN = ["--optimizer", "adam", "--lr", "5e-4", "--max-tokens", "400", "--max-update", "2"]
 TRAIN += ["--no-progress-bar", "--log-interval", "1", "--no-epoch-checkpoints", "--cpu"]
@@ -58,8 +58,8 @@ def test_preset_trains_and_generates(demo_bin, tmp_path, arch, extra, beam):
 
 
 @pytest.mark.slow
-def test_compositional_lm_preset_trains_and_eval_lm_scores_it(tmp_path):
-    text = (SHARED_DATA / "wikitext-2" / "valid.txt").read_text().splitlines()
+def test_compositional_lm_preset_trains_and_eval_lm_scores_it(wikitext2_data, tmp_path):
+    text = (wikitext2_data / "valid.txt").read_text().splitlines()
     (tmp_path / "train.txt").write_text("\n".join(text[:400]) + "\n")
     (tmp_path / "valid.txt").write_text("\n".join(text[400:500]) + "\n")
     run(
