@@ -80,8 +80,8 @@ class VariantConfig(FairseqDataclass):
         default=False,
         metadata={
             "help": "in training, value scores by Gumbel-softmax (soft) over the retrievals: "
-            "softmax((logits + Gumbel noise) / temperature); plain softmax at evaluation "
-            "(the official --gumbel)"
+            "softmax((logits + Gumbel noise) / temperature); plain softmax at evaluation and "
+            "decoding (the official --gumbel, as issue 12 describes it)"
         },
     )
     retrieval_gumbel_temperature: float = field(

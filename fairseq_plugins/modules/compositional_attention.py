@@ -24,8 +24,9 @@ Options of the official implementation (official fairseq fork, ``compositional_a
   query_from_search       q_i = (Q_i / sqrt(d_h)) W_rq / sqrt(d_s) with one Linear(d_h, d_s) shared
                           by the searches (the official ``--q-compose``), instead of X W_rq,i.
   gumbel                  in training, c_ij = softmax_j((l_ij + g_ij) / tau), g_ij ~ Gumbel(0, 1)
-                          i.i.d. (the official ``--gumbel``, soft, tau = 1.0 by default); plain
-                          softmax at evaluation.
+                          i.i.d. (the official ``--gumbel``: soft, tau = 1.0 by default); plain
+                          softmax at evaluation, as issue 12 describes the official code (METHOD.md
+                          does not say; no hard / straight-through variant).
 Initialisation as the official module: Xavier-uniform with gain 1/sqrt(2) on the retrieval query
 and key projections, the learned keys and the score network's weights.
 """
