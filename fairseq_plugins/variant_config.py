@@ -53,10 +53,40 @@ class VariantConfig(FairseqDataclass):
         default=32, metadata={"help": "retrieval query/key dimension d_s"}
     )
     retrieval_scoring: ChoiceEnum(list(RETRIEVAL_SCORINGS)) = field(
-        default="dot", metadata={"help": "value scores by dot product or a small MLP"}
+        default="dot",
+        metadata={
+            "help": "value scores c_ij: dot (q_i . O_ij W_rk), mlp (a small network on "
+            "[O_ij ; q_i]) or learned-key (q_i . key_j with R learned keys, independent of O_ij: "
+            "the official compositional_attention_func.py)"
+        },
     )
-    retrieval_mlp_hidden: int = field(
-        default=0, metadata={"help": "hidden ReLU width of the mlp scorer (0: linear)"}
+    retrieval_mlp_hidden: Optional[int] = field(
+        default=None,
+        metadata={
+            "help": "hidden ReLU width of the mlp scorer (default: d_s, the official "
+            "nonlinear=True; 0: linear, which ignores the query: its term is the same for every "
+            "retrieval and cancels in the softmax)"
+        },
+    )
+    retrieval_query_from_search: bool = field(
+        default=False,
+        metadata={
+            "help": "retrieval query q_i from the search query Q_i / sqrt(d_h) through one "
+            "Linear(d_h, d_s) shared by the searches, instead of from the layer input "
+            "(the official --q-compose)"
+        },
+    )
+    retrieval_gumbel: bool = field(
+        default=False,
+        metadata={
+            "help": "in training, value scores by Gumbel-softmax (soft) over the retrievals: "
+            "softmax((logits + Gumbel noise) / temperature); plain softmax at evaluation and "
+            "decoding (the official --gumbel, as issue 12 describes it)"
+        },
+    )
+    retrieval_gumbel_temperature: float = field(
+        default=1.0,
+        metadata={"help": "temperature of --retrieval-gumbel (> 0; the official 1.0)"},
     )
     compositional_attn_dim: Optional[int] = field(
         default=None,

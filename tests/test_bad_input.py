@@ -392,6 +392,16 @@ def test_atomic_checkpoint_copy_keeps_the_old_file_when_the_copy_fails(tmp_path,
         (["--arch", "compgen_abs", "--rel-pos-cross"], "--rel-pos-cross needs --rel-pos"),
         (["--arch", "compgen_abs", "--encoder-attention-heads", "0"], "must be >= 1"),
         (["--arch", "compgen_rel_e", "--rel-pos-radius", "-2"], "--rel-pos-radius must be >= 1"),
+        (
+            ["--arch", "compgen_abs", "--attention-type", "compositional", "--retrieval-gumbel"]
+            + ["--retrieval-gumbel-temperature", "0"],
+            "--retrieval-gumbel-temperature must be a finite number > 0 (got 0.0)",
+        ),
+        (
+            ["--arch", "compgen_abs", "--cross-attention-type", "compositional"]
+            + ["--retrieval-scoring", "mlp", "--retrieval-mlp-hidden", "-1"],
+            "--retrieval-mlp-hidden must be >= 0 (got -1)",
+        ),
     ],
 )
 def test_option_errors_name_the_flag(args, message):

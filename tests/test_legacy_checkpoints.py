@@ -14,7 +14,9 @@ def expected_lines(name):
     return (FIXTURES / f"{name}.expected").read_text().splitlines()
 
 
-@pytest.mark.parametrize("name", ["translation-compositional", "translation-graph"])
+@pytest.mark.parametrize(
+    "name", ["translation-compositional", "translation-graph", "translation-mlp-linear"]
+)
 def test_translation_checkpoint_decodes_as_before(name):
     proc = run(
         ["fairseq-generate", FIXTURES / "bin", "--user-dir", USER_DIR, "--path", f"{name}.pt"]

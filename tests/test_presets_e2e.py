@@ -25,6 +25,12 @@ PRESETS = [
     ("graph_transformer_wmt_en_de", ["--graph-fusion", "self-gate", "--graph-shared-qkv"], 5),
     ("compgen_rel2_eb_c", [], 4),
     ("compgen_small_4s", ["--attention-type", "compositional", "--rel-pos", "e"], 4),
+    (  # the official options of issue 12 (Gumbel noise in training, plain softmax in decoding)
+        "compositional_transformer_iwslt_de_en",
+        ["--retrieval-scoring", "learned-key", "--retrieval-query-from-search", "--rel-pos", "e"]
+        + ["--retrieval-gumbel", "--retrieval-gumbel-temperature", "0.5"],
+        4,
+    ),
 ]
 
 

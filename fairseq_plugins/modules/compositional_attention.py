@@ -12,17 +12,36 @@ Fast path: the R value projections are one Linear(d, attn_dim), so ONE fused att
 forward gives every O_ij (values of all retrievals concatenated on features, shared by the searches).
 The retrieval key is folded into the query, ``q_i . (O_ij W_rk + b) = O_ij . (q_i W_rk) + q_i . b``,
 so the (..., R, d_s) key tensor is never built. No Python loop over searches or retrievals.
+
+Options of the official implementation (official fairseq fork, ``compositional_attention.py`` and
+``compositional_attention_func.py``; not in METHOD.md section 1, see the README's Method choices):
+  scoring "mlp"           c_ij = softmax_j(MLP([O_ij ; q_i])); with no hidden layer q_i's term is
+                          the same for every j and cancels in the softmax (the official code alike),
+                          so the default MLP has one hidden ReLU layer of width d_s (the official
+                          ``nonlinear=True``); mlp_hidden=0 keeps the linear scorer.
+  scoring "learned-key"   c_ij = softmax_j(q_i . key_j) with R learned keys of width d_s (the
+                          official ``_func`` module): the scores do not depend on O_ij.
+  query_from_search       q_i = (Q_i / sqrt(d_h)) W_rq / sqrt(d_s) with one Linear(d_h, d_s) shared
+                          by the searches (the official ``--q-compose``), instead of X W_rq,i.
+  gumbel                  in training, c_ij = softmax_j((l_ij + g_ij) / tau), g_ij ~ Gumbel(0, 1)
+                          i.i.d. (the official ``--gumbel``: soft, tau = 1.0 by default); plain
+                          softmax at evaluation, as issue 12 describes the official code (METHOD.md
+                          does not say; no hard / straight-through variant).
+Initialisation as the official module: Xavier-uniform with gain 1/sqrt(2) on the retrieval query
+and key projections, the learned keys and the score network's weights.
 """
+
+import math
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from .biased_attention import BiasedAttention, split_width
-from .numerics import softmax_fp32
+from .numerics import at_least_float32, softmax_fp32
 from .relative_positions import build_relative_positions
 
-RETRIEVAL_SCORINGS = ("dot", "mlp")  # the choices of --retrieval-scoring
+RETRIEVAL_SCORINGS = ("dot", "mlp", "learned-key")  # the choices of --retrieval-scoring
 
 
 class CompositionalAttention(BiasedAttention):
@@ -34,7 +53,10 @@ class CompositionalAttention(BiasedAttention):
         retrieval_qk_dim=32,
         attn_dim=None,
         scoring="dot",
-        mlp_hidden=0,
+        mlp_hidden=None,
+        query_from_search=False,
+        gumbel=False,
+        gumbel_temperature=1.0,
         dropout=0.0,
         self_attention=False,
         encoder_decoder_attention=False,
@@ -55,9 +77,20 @@ class CompositionalAttention(BiasedAttention):
         if retrieval_qk_dim < 1:
             raise ValueError(f"--retrieval-qk-dim must be >= 1 (got {retrieval_qk_dim})")
         if scoring not in RETRIEVAL_SCORINGS:
-            raise ValueError(f"--retrieval-scoring must be dot or mlp (got {scoring!r})")
+            raise ValueError(
+                f"--retrieval-scoring must be one of {', '.join(RETRIEVAL_SCORINGS)} "
+                f"(got {scoring!r})"
+            )
+        # None: one hidden layer of width d_s (the official nonlinear scorer); 0: linear (the
+        # meaning of 0 in checkpoints saved before the default changed, so they load as they were).
+        mlp_hidden = retrieval_qk_dim if mlp_hidden is None else mlp_hidden
         if mlp_hidden < 0:
             raise ValueError(f"--retrieval-mlp-hidden must be >= 0 (got {mlp_hidden})")
+        if not gumbel_temperature > 0 or not math.isfinite(gumbel_temperature):
+            raise ValueError(
+                f"--retrieval-gumbel-temperature must be a finite number > 0 "
+                f"(got {gumbel_temperature})"
+            )
         super().__init__(
             embed_dim,
             num_searches,
@@ -76,13 +109,24 @@ class CompositionalAttention(BiasedAttention):
         self.value_dim = value_dim
         self.retrieval_qk_dim = retrieval_qk_dim
         self.scoring = scoring
+        self.query_from_search = query_from_search
+        self.gumbel = gumbel
+        self.gumbel_temperature = float(gumbel_temperature)
         self.build_input_projections(kdim, vdim, search_dim, attn_dim, bias=bias)
-        self.retrieval_query_proj = self.projection(
-            embed_dim, num_searches * retrieval_qk_dim, bias=bias
-        )
+        if query_from_search:
+            # One map shared by the searches, on the scaled search query Q_i / sqrt(d_h). Plain
+            # Linear: d_h need not be a multiple of the quantization-noise block size.
+            self.retrieval_query_proj = nn.Linear(self.head_dim, retrieval_qk_dim, bias=bias)
+        else:
+            self.retrieval_query_proj = self.projection(
+                embed_dim, num_searches * retrieval_qk_dim, bias=bias
+            )
+        self._search_queries = None  # Q of the current forward, for query_from_search
         # Used through their weights (folded / split, see value scores), so no quantization noise.
         if scoring == "dot":
             self.retrieval_key_proj = nn.Linear(self.value_dim, retrieval_qk_dim, bias=bias)
+        elif scoring == "learned-key":
+            self.retrieval_keys = nn.Parameter(torch.empty(num_retrievals, retrieval_qk_dim))
         elif mlp_hidden > 0:
             self.retrieval_scorer = nn.Sequential(
                 nn.Linear(self.value_dim + retrieval_qk_dim, mlp_hidden),
@@ -101,6 +145,22 @@ class CompositionalAttention(BiasedAttention):
         self.last_value_scores = None
         self.value_scores_override = None
         self.reset_parameters()
+
+    def reset_parameters(self):
+        """fairseq's initialisation of q/k/v/out; the retrieval query/key projections, learned keys
+        and score network weights Xavier-uniform with gain 1/sqrt(2), as the official module."""
+        super().reset_parameters()
+        weights = [self.retrieval_query_proj.weight]
+        if self.scoring == "dot":
+            weights.append(self.retrieval_key_proj.weight)
+        elif self.scoring == "learned-key":
+            weights.append(self.retrieval_keys)
+        else:
+            weights += [
+                m.weight for m in self.retrieval_scorer.modules() if isinstance(m, nn.Linear)
+            ]
+        for weight in weights:
+            nn.init.xavier_uniform_(weight, gain=1 / math.sqrt(2))
 
     @classmethod
     def from_options(cls, options, spec):
@@ -125,6 +185,9 @@ class CompositionalAttention(BiasedAttention):
             else options.compositional_attn_dim,
             scoring=options.retrieval_scoring,
             mlp_hidden=options.retrieval_mlp_hidden,
+            query_from_search=options.retrieval_query_from_search,
+            gumbel=options.retrieval_gumbel,
+            gumbel_temperature=options.retrieval_gumbel_temperature,
             search_dim=width,
             relative_positions=relative_positions,
             **spec.module_kwargs(),
@@ -133,7 +196,10 @@ class CompositionalAttention(BiasedAttention):
     def project_query(self, query):
         tgt_len, bsz, _ = query.shape
         q = self.q_proj(query).view(tgt_len, bsz, self.num_searches, self.head_dim)
-        return q.permute(1, 2, 0, 3)
+        q = q.permute(1, 2, 0, 3)
+        if self.query_from_search:
+            self._search_queries = q  # taken (and released) by retrieval_queries in this forward
+        return q
 
     def project_key_value(self, key, value):
         src_len, bsz, _ = key.shape
@@ -143,12 +209,31 @@ class CompositionalAttention(BiasedAttention):
         return k.permute(1, 2, 0, 3), v
 
     def retrieval_queries(self, query):
-        """q_i = X W_rq,i / sqrt(d_s): (B, S, Tq, d_s)."""
+        """q_i = X W_rq,i / sqrt(d_s), or with query_from_search q_i = (Q_i / sqrt(d_h)) W_rq /
+        sqrt(d_s) from this forward's search queries: (B, S, Tq, d_s)."""
+        if self.query_from_search:
+            q, self._search_queries = self._search_queries, None
+            if q is None:
+                raise RuntimeError("query_from_search: no search queries from project_query")
+            rq = self.retrieval_query_proj(q * self.scaling)
+            return rq * self.retrieval_qk_dim**-0.5
         tgt_len, bsz, _ = query.shape
         rq = self.retrieval_query_proj(query).view(
             tgt_len, bsz, self.num_searches, self.retrieval_qk_dim
         )
         return rq.permute(1, 2, 0, 3) * self.retrieval_qk_dim**-0.5
+
+    @property
+    def gumbel_active(self):
+        """Gumbel noise on the value-score logits: in training only (plain softmax at evaluation)."""
+        return self.gumbel and self.training
+
+    def sample_gumbel(self, logits):
+        """Gumbel(0, 1) noise shaped like ``logits`` (B, S, Tq, R), in at least float32: -log(E),
+        E ~ Exp(1), as F.gumbel_softmax draws it. Tests replace it to make the noise known."""
+        dtype = logits.dtype if logits.dtype == torch.float64 else torch.float32
+        noise = torch.empty(logits.shape, dtype=dtype, device=logits.device)
+        return -noise.exponential_().log()
 
     def combine(self, attended, query):
         """sum_j c_ij O_ij per search, concatenated and projected: (Tq, B, embed_dim)."""
@@ -157,18 +242,46 @@ class CompositionalAttention(BiasedAttention):
         if self.value_scores_override is not None:
             scores = self.value_scores_override(pairs, query)
             mixed = torch.matmul(scores.unsqueeze(-2), pairs).squeeze(-2)
-        elif self.scoring == "dot":
+        elif self.scoring == "dot" and not self.gumbel_active:
             mixed, scores = self.mix_dot(pairs, query)
         else:
-            scores = self.mlp_value_scores(pairs, query)
+            scores = self.value_scores(pairs, query)
             mixed = torch.matmul(scores.unsqueeze(-2), pairs).squeeze(-2)  # (B, S, Tq, d_v)
         if self.keep_value_scores:
             self.last_value_scores = scores.detach()
+        self._search_queries = None  # not kept past this forward (e.g. when scores are overridden)
         out = mixed.permute(2, 0, 1, 3).reshape(tgt_len, bsz, searches * self.value_dim)
         return self.out_proj(out)
 
-    def mlp_value_scores(self, pairs, query):
-        """c_ij = softmax_j(MLP([O_ij ; q_i])), (B, S, Tq, R), from O_ij (B, S, Tq, R, d_v)."""
+    def value_scores(self, pairs, query):
+        """c_ij = softmax_j(l_ij), or softmax_j((l_ij + g_ij) / tau) with Gumbel noise g in
+        training (--retrieval-gumbel): (B, S, Tq, R) from O_ij (B, S, Tq, R, d_v). The logits l_ij
+        of the scoring (dot, mlp, learned-key); the dot product without Gumbel noise takes the
+        fused mix_dot instead."""
+        logits = {
+            "dot": self.dot_logits,
+            "mlp": self.mlp_logits,
+            "learned-key": self.learned_key_logits,
+        }[self.scoring](pairs, query)
+        if not self.gumbel_active:
+            return softmax_fp32(logits)
+        noisy = (at_least_float32(logits) + self.sample_gumbel(logits)) / self.gumbel_temperature
+        return softmax_fp32(noisy).to(pairs.dtype)
+
+    def dot_logits(self, pairs, query):
+        """l_ij = q_i . (O_ij W_rk + b) = O_ij . (q_i W_rk) + q_i . b: (B, S, Tq, R)."""
+        rq = self.retrieval_queries(query)
+        w, b = self.retrieval_key_proj.weight, self.retrieval_key_proj.bias
+        logits = torch.matmul(pairs, torch.matmul(rq, w).unsqueeze(-1)).squeeze(-1)
+        return logits if b is None else logits + torch.matmul(rq, b).unsqueeze(-1)
+
+    def learned_key_logits(self, pairs, query):
+        """l_ij = q_i . key_j with R learned keys (independent of O_ij): (B, S, Tq, R)."""
+        return torch.matmul(self.retrieval_queries(query), self.retrieval_keys.t())
+
+    def mlp_logits(self, pairs, query):
+        """l_ij = MLP([O_ij ; q_i]): (B, S, Tq, R). Linear (no hidden layer), q_i adds the same
+        term to every j, which the softmax over j removes: only the hidden ReLU uses the query."""
         rq = self.retrieval_queries(query)
         # The first linear layer on [O_ij ; q_i], split so that q_i is projected once, not R times.
         hidden_layer = isinstance(self.retrieval_scorer, nn.Sequential)
@@ -177,7 +290,7 @@ class CompositionalAttention(BiasedAttention):
         hidden = F.linear(pairs, w_o) + F.linear(rq, w_q, first.bias).unsqueeze(-2)
         if hidden_layer:
             hidden = self.retrieval_scorer[2](self.retrieval_scorer[1](hidden))
-        return softmax_fp32(hidden.squeeze(-1))
+        return hidden.squeeze(-1)
 
     def mix_dot(self, pairs, query):
         """Dot-product value scores c_ij = softmax_j(q_i . (O_ij W_rk + b)) and sum_j c_ij O_ij in
