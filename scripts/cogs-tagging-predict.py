@@ -44,14 +44,14 @@ def parse_args(argv):
 
 
 def load(args):
-    from fairseq import checkpoint_utils
-
-    import fairseq_plugins  # noqa: F401  (registers the task, model and criterion)
-
     if not (args.data / "meta.json").is_file():
         raise CliError(f"{args.data}: no meta.json (run scripts/cogs-tags.py --outdir {args.data})")
     if not args.checkpoint.is_file():
         raise CliError(f"{args.checkpoint}: no such checkpoint")
+    from fairseq import checkpoint_utils
+
+    import fairseq_plugins  # noqa: F401  (registers the task, model and criterion)
+
     models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(
         [str(args.checkpoint)], arg_overrides={"data": str(args.data)}
     )
@@ -122,6 +122,8 @@ def main(argv=None):
     for split in splits:
         records = predict_split(model, task, split, args.batch_size, use_cuda)
         scores = score_tagging((cat, t, lf) for _, cat, _, t, lf in records)
+        scores["parent_head"] = model.parent_head.kind
+        scores["checkpoint"] = str(args.checkpoint)
         summary[split] = scores
         print(format_table(scores, title=f"{split}\t"))
         print(
