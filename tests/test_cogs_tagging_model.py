@@ -379,3 +379,26 @@ def test_one_line_errors(tiny_tags, tmp_path):
     )
     helped = run([sys.executable, ROOT / "scripts" / "cogs-tagging-predict.py", "--help"])
     assert "lf_accuracy" in helped.stdout
+    no_data = run(
+        ["fairseq-train", tmp_path / "nothing", "--user-dir", USER_DIR, "--task", "cogs_tagging"]
+        + ["--criterion", "cogs_tagging", "--arch", "cogs_tagging_base", "--cpu"]
+        + ["--batch-size", "8", "--save-dir", tmp_path / "y"],
+        check=False,
+    )
+    assert no_data.stderr.strip().splitlines()[-1] == (
+        f"fairseq_plugins: error: {tmp_path / 'nothing' / 'meta.json'}: no such file "
+        "(run scripts/cogs-tags.py)"
+    )
+
+
+def test_run_script_help_and_bad_arguments():
+    script = ROOT / "scripts" / "cogs-tagging-run.sh"
+    helped = run(["bash", script, "--help"])
+    assert "cogs_tagging_tuned" in helped.stdout and "lf_accuracy" in helped.stdout
+    bad = run(["bash", script, "--parent-head", "sideways"], check=False)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == (
+        "cogs-tagging-run.sh: --parent-head sideways: choose from absolute, relative, attention"
+    )
+    bad = run(["bash", script, "compgen_abs", "--max-update", "1"], check=False)
+    assert bad.returncode == 2 and "unknown tagging --arch compgen_abs" in bad.stderr

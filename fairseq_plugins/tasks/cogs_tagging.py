@@ -31,7 +31,7 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
 
 from fairseq_plugins.data import cogs_tags as ct
-from fairseq_plugins.errors import PluginConfigError
+from fairseq_plugins.errors import DataNotFoundError, PluginConfigError
 from fairseq_plugins.models.tagging_transformer import ROWS, TAG_ROWS
 
 logger = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ def read_split(data, split, parent_kind):
     )
     for path in files.values():
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"{path}: no such file (run scripts/cogs-tags.py)")
+            raise DataNotFoundError(f"{path}: no such file (run scripts/cogs-tags.py)")
     lines = {name: _read_lines(path) for name, path in files.items()}
     n = len(lines["src"])
     for name, rows in lines.items():
@@ -173,7 +173,7 @@ class CogsTaggingTask(FairseqTask):
         data = cfg.data
         meta_path = os.path.join(data, "meta.json")
         if not os.path.isfile(meta_path):
-            raise FileNotFoundError(f"{meta_path}: no such file (run scripts/cogs-tags.py)")
+            raise DataNotFoundError(f"{meta_path}: no such file (run scripts/cogs-tags.py)")
         with open(meta_path, encoding="utf-8") as f:
             meta = json.load(f)
         src_dict = Dictionary()
