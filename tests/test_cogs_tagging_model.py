@@ -175,6 +175,17 @@ def test_presets_structure():
     assert args.rel_pos == "eb" and not args.share_encoder_layers and args.parent_head == "relative"
 
 
+def test_sentences_longer_than_the_linear_parent_head_are_refused():
+    from fairseq_plugins.errors import PluginConfigError
+
+    model, _, task = build(["--arch", "cogs_tagging_base", "--tagging-longest", "10"] + TINY)
+    sample = sample_for(task, [(E2, E2_LF)])  # 12 tokens
+    with pytest.raises(
+        PluginConfigError, match="12 tokens is longer than the 10 .*--tagging-longest"
+    ):
+        model.targets(sample)
+
+
 def test_tagging_model_refuses_the_copy_decoder():
     from fairseq_plugins.errors import PluginConfigError
 

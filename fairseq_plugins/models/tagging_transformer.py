@@ -107,6 +107,12 @@ class TaggingTransformerModel(FairseqEncoderModel):
         """{row: class targets (B, T)} with IGNORE (-100) at padding; the parent targets in the
         classes of this model's parent head."""
         padding_mask = sample["net_input"]["src_tokens"].eq(self.encoder.padding_idx)
+        longest = getattr(self.parent_head, "longest", None)
+        if longest is not None and padding_mask.size(1) > longest:
+            raise PluginConfigError(
+                f"a sentence of {padding_mask.size(1)} tokens is longer than the {longest} that "
+                f"the {self.parent_head.kind} parent head was built for (--tagging-longest)"
+            )
         target = sample["target"]
         out = {"parent": self.parent_head.targets(target["parent"], padding_mask)}
         for row in TAG_ROWS:
