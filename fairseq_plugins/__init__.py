@@ -8,4 +8,4 @@ from . import compat
 
 compat.apply()
 
-from . import models, modules, tasks  # noqa: E402,F401  (registers with fairseq)
+from . import criterions, models, modules, tasks  # noqa: E402,F401  (registers with fairseq)

@@ -38,3 +38,10 @@ class CheckpointMismatchError(CheckpointError, RuntimeError):
 class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
     def __str__(self):  # FileNotFoundError would format (errno, strerror)
         return str(self.args[0]) if self.args else ""
+
+
+class DataNotFoundError(PluginError, FileNotFoundError):
+    """A data file a task needs is missing (names the file and the command that writes it)."""
+
+    def __str__(self):
+        return str(self.args[0]) if self.args else ""

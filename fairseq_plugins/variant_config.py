@@ -13,6 +13,7 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from .errors import PluginConfigError
 from .modules.attention_registry import ATTENTION_TYPES
 from .modules.compositional_attention import RETRIEVAL_SCORINGS
+from .modules.copy_generator import COPY_PROJECTIONS
 from .modules.graph_encoder import FUSIONS
 from .modules.relative_positions import REL_POS_MODES
 
@@ -121,6 +122,18 @@ class VariantConfig(FairseqDataclass):
         default=False,
         metadata={"help": "mix a copy distribution over source tokens into the output"},
     )
+    copy_projection: ChoiceEnum(list(COPY_PROJECTIONS)) = field(
+        default="none",
+        metadata={
+            "help": "second copy decoder (official COPY_DECODER2): map the copy distribution "
+            "V -> V (full, or low-rank through --copy-projection-dim) and softmax it before the "
+            "mix; none: the first copy decoder"
+        },
+    )
+    copy_projection_dim: Optional[int] = field(
+        default=None,
+        metadata={"help": "rank r of --copy-projection low-rank (default: the decoder dim d)"},
+    )
     graph_encoder: bool = field(
         default=False,
         metadata={"help": "Graph-Transformer (multi-order-graph) encoder layers from layer 2 on"},
@@ -161,6 +174,7 @@ class VariantConfig(FairseqDataclass):
             ("rel_pos", list(REL_POS_MODES)),
             ("retrieval_scoring", list(RETRIEVAL_SCORINGS)),
             ("graph_fusion", GRAPH_FUSIONS),
+            ("copy_projection", list(COPY_PROJECTIONS)),
         ]
         for name, choices in checks:
             if getattr(self, name) not in choices:
@@ -171,6 +185,15 @@ class VariantConfig(FairseqDataclass):
                 )
         if self.rel_pos_cross and self.rel_pos == "none":
             raise PluginConfigError("--rel-pos-cross needs --rel-pos e, b or eb")
+        if self.copy_projection != "none" and not self.copy_decoder:
+            raise PluginConfigError("--copy-projection needs --copy-decoder")
+        if self.copy_projection_dim is not None:
+            if self.copy_projection != "low-rank":
+                raise PluginConfigError("--copy-projection-dim needs --copy-projection low-rank")
+            if self.copy_projection_dim < 1:
+                raise PluginConfigError(
+                    f"--copy-projection-dim must be >= 1 (got {self.copy_projection_dim})"
+                )
 
     def attention_type_for(self, role):
         """role: encoder, decoder, cross or graph (graph layers follow the encoder)."""

@@ -100,7 +100,9 @@ class VariantTransformerDecoder(TransformerDecoderBase):
         if options.copy_decoder:
             if no_encoder_attn:
                 raise PluginConfigError("--copy-decoder needs an encoder (not available for LMs)")
-            self.copy_generator = CopyGenerator(self.output_embed_dim, cfg.encoder.embed_dim)
+            self.copy_generator = CopyGenerator.from_options(
+                options, self.output_embed_dim, cfg.encoder.embed_dim, len(dictionary)
+            )
         else:
             self.copy_generator = None
 

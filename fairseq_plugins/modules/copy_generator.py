@@ -6,6 +6,13 @@ last encoder layer's outputs (no projection), scale 1/sqrt(d), values the one-ho
 The official code does not mask source padding; we do. The decoder's output is log p (clamped), and
 its normalisation passes it through, so fairseq's beam search and criteria work unchanged.
 Computed in at least float32 (as fairseq normalises its outputs), never below the input dtype.
+
+Second copy decoder (the official ``COPY_DECODER2``, OFFICIAL-ONTANON.md section 3), chosen by
+``--copy-projection``: the copy distribution is remapped V -> V and re-normalised before the mix,
+p_copy' = softmax(Dense_V(p_copy)) (``full``) or softmax(Dense_V(Dense_r(p_copy))) (``low-rank``,
+linear-linear with biases and no activation, r = ``--copy-projection-dim``, default the decoder
+dim d as in the official, which factorises through d), then p = (1 - w) p_vocab + w p_copy'.
+``none`` (the default) is the first copy decoder, unchanged (no extra parameters).
 """
 
 import math
@@ -16,14 +23,43 @@ import torch.nn as nn
 from .numerics import at_least_float32, mask_value, softmax_fp32
 
 LOG_PROB_FLOOR = 1e-10
+COPY_PROJECTIONS = ("none", "full", "low-rank")  # the choices of --copy-projection
+
+
+def build_copy_projection(kind, vocab_size, rank):
+    """The V -> V map of the second copy decoder, or None for ``none``."""
+    if kind == "none":
+        return None
+    if kind == "full":
+        return nn.Linear(vocab_size, vocab_size)
+    if kind == "low-rank":
+        if rank is None or rank < 1:
+            raise ValueError(f"--copy-projection-dim must be >= 1 (got {rank})")
+        return nn.Sequential(nn.Linear(vocab_size, rank), nn.Linear(rank, vocab_size))
+    raise ValueError(
+        f"--copy-projection: unknown value {kind!r} (choose from {', '.join(COPY_PROJECTIONS)})"
+    )
 
 
 class CopyGenerator(nn.Module):
-    def __init__(self, embed_dim, encoder_dim):
+    def __init__(self, embed_dim, encoder_dim, projection="none", vocab_size=None, rank=None):
         super().__init__()
         self.copy_query = nn.Linear(embed_dim, encoder_dim)
         self.gate = nn.Linear(embed_dim, 1)
         self.scaling = 1.0 / math.sqrt(encoder_dim)
+        if projection != "none" and vocab_size is None:
+            raise ValueError("--copy-projection needs the vocabulary size")
+        projection_module = build_copy_projection(projection, vocab_size, rank)
+        if projection_module is not None:  # `none` adds no submodule: old checkpoints load as-is
+            self.copy_projection = projection_module
+        else:
+            self.copy_projection = None
+
+    @classmethod
+    def from_options(cls, options, embed_dim, encoder_dim, vocab_size):
+        """The copy generator of a decoder with output width embed_dim and vocabulary size V."""
+        rank = options.copy_projection_dim or embed_dim
+        return cls(embed_dim, encoder_dim, options.copy_projection, vocab_size, rank)
 
     def copy_attention(self, features, encoder_out, encoder_padding_mask):
         """Attention of decoder features (B, T, C) over encoder outputs (S, B, C): (B, T, S)."""
@@ -44,6 +80,8 @@ class CopyGenerator(nn.Module):
         p_copy = torch.zeros_like(p_vocab)
         index = src_tokens.unsqueeze(1).expand(-1, attn.size(1), -1)
         p_copy.scatter_add_(2, index, attn)
+        if self.copy_projection is not None:  # second copy decoder: remap V -> V, re-normalise
+            p_copy = softmax_fp32(at_least_float32(self.copy_projection(p_copy)))
         w = self.gate_weight(features)
         p = (1.0 - w) * p_vocab + w * p_copy
         return torch.log(p.clamp(min=LOG_PROB_FLOOR))
