@@ -217,7 +217,7 @@ class BiasedAttention(nn.Module):
             if labels is not None:
                 logits = self._add_relative_bias(logits, q, labels, attn_mask, src_len)
             weights = softmax_fp32(logits)
-            attended = self.apply_weights(self.dropout_module(weights), v)
+            out = self.weigh_and_combine(self.dropout_module(weights), v, query)
         else:
             if v.size(1) != self.num_heads:  # values shared by all heads (compositional)
                 v = v.expand(bsz, self.num_heads, src_len, v.size(-1))
@@ -236,8 +236,8 @@ class BiasedAttention(nn.Module):
                 scale=self.scaling,
             )
             weights = None
+            out = self.combine(attended, query)
 
-        out = self.combine(attended, query)
         if not need_weights:
             weights = None  # as fairseq: weights only when asked (its scorers index them)
         if weights is not None:
@@ -307,6 +307,11 @@ class BiasedAttention(nn.Module):
                 blocked = blocked <= mask_value(q.dtype) / 2
             future_masked = bool(blocked.all())
         return rel.add_to_logits(logits, q, self.scaling, offset, future_masked)
+
+    def weigh_and_combine(self, weights, v, query):
+        """Explicit path: ``combine(apply_weights(weights, v), query)``; a subclass may fuse the
+        two (compositional attention with short keys)."""
+        return self.combine(self.apply_weights(weights, v), query)
 
     def apply_weights(self, weights, v):
         """weights (B, H, Tq, Tk) @ values (B, H or 1, Tk, d_v*) without expanding shared values."""
