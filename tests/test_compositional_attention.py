@@ -256,6 +256,72 @@ def test_dot_retrieval_mix_backward_is_exact():
     assert torch.autograd.gradcheck(lambda p, f: mixed_only(p, f, None), (pairs, folded))
 
 
+def test_weighted_retrieval_mix_backward_is_exact_and_equals_the_pairs_path():
+    """The mix from the search weights (short keys, never builds the pairs): float64 gradcheck
+    of its hand-written backward, and output, value scores and gradients equal to building the
+    pairs O_j = A V_j and mixing them (_DotRetrievalMix)."""
+    from fairseq_plugins.modules.compositional_attention import (
+        _DotRetrievalMix,
+        _WeightedRetrievalMix,
+    )
+
+    torch.manual_seed(6)
+    bsz, rows, src_len, r, dv = 2, 5, 3, 3, 4
+    weights = torch.softmax(torch.randn(bsz, rows, src_len, dtype=torch.float64), -1)
+    weights.requires_grad_()
+    values = torch.randn(bsz, src_len * r, dv, dtype=torch.float64, requires_grad=True)
+    folded = torch.randn(bsz, rows, dv, dtype=torch.float64, requires_grad=True)
+    shift = torch.randn(bsz, rows, dtype=torch.float64, requires_grad=True)
+
+    def fused(a, v, f, s):
+        return _WeightedRetrievalMix.apply(a, v, f, s, r)
+
+    assert torch.autograd.gradcheck(lambda *x: fused(*x)[0], (weights, values, folded, shift))
+    assert torch.autograd.gradcheck(
+        lambda a, v, f: fused(a, v, f, None)[0], (weights, values, folded)
+    )
+
+    def via_pairs(a, v, f, s):
+        pairs = torch.bmm(a, v.reshape(bsz, src_len, r * dv)).reshape(-1, r, dv)
+        mixed, scores = _DotRetrievalMix.apply(pairs, f.reshape(-1, dv), s.reshape(-1))
+        return mixed.view(bsz, rows, dv), scores.view(bsz, rows, r)
+
+    inputs = (weights, values, folded, shift)
+    (out, scores), (ref, ref_scores) = fused(*inputs), via_pairs(*inputs)
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(scores, ref_scores)
+    grad = torch.randn_like(out)
+    for a, b in zip(torch.autograd.grad(out, inputs, grad), torch.autograd.grad(ref, inputs, grad)):
+        torch.testing.assert_close(a, b)
+
+
+def test_short_keys_take_the_weighted_mix_and_match_the_pairs_path():
+    """A module whose keys are no longer than d_v mixes from the search weights; output and
+    parameter gradients equal those of the pairs path (combine), padded, in training."""
+    from fairseq_plugins.modules.compositional_attention import _WeightedRetrievalMix
+
+    torch.manual_seed(7)
+    m = CompositionalAttention(D, 2, 2, retrieval_qk_dim=4, self_attention=True).double().train()
+    x = torch.randn(5, 2, D, dtype=torch.float64)
+    kpm = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
+    assert 5 <= m.value_dim
+    calls = []
+    mix = _WeightedRetrievalMix.apply
+    _WeightedRetrievalMix.apply = lambda *a: calls.append(1) or mix(*a)
+    try:  # need_weights: the explicit path (a problem this small otherwise takes SDPA)
+        out = m(x, x, x, key_padding_mask=kpm, need_weights=True)[0]
+    finally:
+        _WeightedRetrievalMix.apply = mix
+    assert calls
+    grads = torch.autograd.grad(out.square().sum(), list(m.parameters()))
+    m.weigh_and_combine = lambda w, v, q: m.combine(m.apply_weights(w, v), q)
+    ref = m(x, x, x, key_padding_mask=kpm, need_weights=True)[0]
+    ref_grads = torch.autograd.grad(ref.square().sum(), list(m.parameters()))
+    torch.testing.assert_close(out, ref)
+    for a, b in zip(grads, ref_grads):
+        torch.testing.assert_close(a, b)
+
+
 def test_float64_module_stays_float64():
     """Value scores and the output are computed in the input dtype when it is float64 (float32
     at least, never below the input), so float64 reference checks are exact."""

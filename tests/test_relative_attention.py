@@ -195,3 +195,69 @@ def test_weights_are_returned_only_when_asked(mode):
             x = torch.randn(length, 2, D)
             assert module(x, x, x, attn_mask=causal_mask(length), need_weights=False)[1] is None
             assert module(x, x, x, need_weights=True)[1].shape == (2, length, length)
+
+
+@pytest.mark.parametrize("offset", [0, 2])
+@pytest.mark.parametrize("future_masked", [False, True])
+@pytest.mark.parametrize("shape", [(2, 3, 7, 7), (1, 1, 1, 7)])  # (B, H, Tq or 1, 2k+1)
+def test_shifted_band_bias_gradcheck_and_equals_gathered_bias_under_softmax(
+    offset, future_masked, shape
+):
+    """The diagonal in-place bias (training path of self-attention): float64 gradcheck of its
+    hand-written backward, and softmax(logits + bias) and its gradients equal to those of the
+    gathered bias (label k + clip(i + offset - j, -k, k), radius k = 3; the function takes the
+    per-label scores in reverse label order)."""
+    from fairseq_plugins.modules.relative_positions import _ShiftedBandBias
+
+    torch.manual_seed(0)
+    radius, tgt_len = 3, 7
+    src_len = tgt_len + offset
+    rel = RelativePositionBias("b", radius, 4, 1)
+    keys = torch.arange(src_len)
+    labels = rel.labels(keys[offset:], keys)  # (Tq, Tk)
+    logits = torch.randn(2, 3, tgt_len, src_len, dtype=torch.float64, requires_grad=True)
+    scores = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+    if future_masked:  # as the explicit path sees it: masked logits before the bias
+        future = torch.ones(tgt_len, src_len, dtype=torch.bool).triu(offset + radius)
+        base = logits.masked_fill(future, torch.finfo(torch.float64).min / 4)
+    else:
+        base = logits
+
+    def shifted(x, s):
+        return _ShiftedBandBias.apply(x.clone(), s, offset, radius, future_masked)
+
+    assert torch.autograd.gradcheck(shifted, (logits, scores))
+    full = scores.flip(-1).expand(2, 3, tgt_len, 2 * radius + 1)  # takes reversed labels
+    gathered = base + torch.gather(full, -1, labels.expand(2, 3, tgt_len, src_len))
+    probs_new, probs_ref = torch.softmax(shifted(base, scores), -1), torch.softmax(gathered, -1)
+    torch.testing.assert_close(probs_new, probs_ref)
+    grad = torch.randn_like(probs_ref)
+    new = torch.autograd.grad(probs_new, (logits, scores), grad, retain_graph=True)
+    ref = torch.autograd.grad(probs_ref, (logits, scores), grad)
+    for a, b in zip(new, ref):
+        torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_training_path_gradients_equal_gathered_bias(mode):
+    """Self-attention in training (diagonal bias) against the same module with the gathered
+    bias, causal and padded: outputs and every parameter gradient."""
+    torch.manual_seed(3)
+    m = make(mode, radius=2).train().double()
+    x = torch.randn(9, 2, D, dtype=torch.float64)
+    masks = (
+        dict(attn_mask=causal_mask(9).double()),
+        dict(key_padding_mask=padding_mask([9, 6], 9)),
+    )
+    for kwargs in masks:
+        out = m(x, x, x, need_weights=False, **kwargs)[0]
+        grads = torch.autograd.grad(out.square().sum(), list(m.parameters()))
+        m._add_relative_bias = lambda logits, q, labels, *_: logits.add_(
+            m.relative_positions(q, labels, m.scaling)
+        )
+        ref = m(x, x, x, need_weights=False, **kwargs)[0]
+        ref_grads = torch.autograd.grad(ref.square().sum(), list(m.parameters()))
+        del m._add_relative_bias
+        torch.testing.assert_close(out, ref)
+        for a, b in zip(grads, ref_grads):
+            torch.testing.assert_close(a, b)

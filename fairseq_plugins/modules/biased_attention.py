@@ -201,36 +201,30 @@ class BiasedAttention(nn.Module):
         src_len = k.size(2)
 
         q = self.project_query(query)
-        # Additive bias terms, kept apart: the explicit path adds them to the logits in place, the
-        # fused call gets their sum.
-        biases = []
         mask = additive_mask(attn_mask, key_padding_mask, bsz, tgt_len, src_len, q.dtype)
-        if mask is not None:
-            biases.append(mask)
+        labels = None
         if self.relative_positions is not None:
             labels = self._relative_labels(saved, key_padding_mask, tgt_len, src_len, q.device)
-            biases.append(self.relative_positions(q, labels, self.scaling))
         if saved is not None:
             incremental_state = self._set_input_buffer(incremental_state, saved)
 
-        if need_weights or not self._use_fused_call(q, v, biases):
+        if need_weights or not self._use_fused_call(q, v):
             # Explicit path: fairseq wants the attention weights (alignment, cross-attention at
             # generation time; SDPA does not return them), or the fused kernel is unavailable and
             # PyTorch's fallback would do the same work with extra copies (see _use_fused_call).
-            if src_len > q.size(-1):  # scale whichever of q and the logits is smaller
-                logits = torch.matmul(q * self.scaling, k.transpose(-1, -2))
-            else:
-                logits = torch.matmul(q, k.transpose(-1, -2)).mul_(self.scaling)
-            for b in biases:
-                logits = logits.add_(b)
+            logits = self._masked_logits(q, k, mask)
+            # The relative-position bias after the mask (it leaves masked logits masked).
+            if labels is not None:
+                logits = self._add_relative_bias(logits, q, labels, attn_mask, src_len)
             weights = softmax_fp32(logits)
-            attended = self.apply_weights(self.dropout_module(weights), v)
+            out = self.weigh_and_combine(self.dropout_module(weights), v, query)
         else:
             if v.size(1) != self.num_heads:  # values shared by all heads (compositional)
                 v = v.expand(bsz, self.num_heads, src_len, v.size(-1))
-            bias = None
-            for b in biases:
-                bias = b if bias is None else bias + b
+            bias = mask
+            if labels is not None:
+                rel = self.relative_positions(q, labels, self.scaling)
+                bias = rel if bias is None else bias + rel
             if bias is not None:
                 bias = bias.expand(bsz, self.num_heads, tgt_len, src_len)
             attended = F.scaled_dot_product_attention(
@@ -242,8 +236,8 @@ class BiasedAttention(nn.Module):
                 scale=self.scaling,
             )
             weights = None
+            out = self.combine(attended, query)
 
-        out = self.combine(attended, query)
         if not need_weights:
             weights = None  # as fairseq: weights only when asked (its scorers index them)
         if weights is not None:
@@ -256,24 +250,68 @@ class BiasedAttention(nn.Module):
     # explicit path on CPU; smaller problems keep the single fused call, where the copy is noise.
     shared_value_explicit_numel = 1 << 16
 
-    def _use_fused_call(self, q, v, biases):
+    def _use_fused_call(self, q, v):
         """One ``F.scaled_dot_product_attention`` call, or the explicit path (CPU only).
 
         On CPU the fused (flash) kernel needs q/k/v of one head width and a bias that needs no
         gradient; otherwise PyTorch runs its math fallback, which scales copies of q and k, copies
         the expanded shared values (B, S, Tk, R*d_v) for compositional attention, and adds NaN
         guards to the softmax. The explicit path does the same maths without those copies: shared
-        values are one (S*Tq, Tk) x (Tk, R*d_v) GEMM per sentence. CUDA always takes the fused call.
+        values are one (S*Tq, Tk) x (Tk, R*d_v) GEMM per sentence, and a self-attention relative
+        bias is added in place along its diagonals. CUDA always takes the fused call.
         """
         if q.is_cuda:
             return True
-        if torch.is_grad_enabled() and any(b.requires_grad for b in biases):
+        if torch.is_grad_enabled() and self._relative_bias_needs_grad(q):
             return False
         if v.size(1) != self.num_heads:
             return q.size(0) * self.num_heads * v.size(2) * v.size(3) < (
                 self.shared_value_explicit_numel
             )
         return True
+
+    def _masked_logits(self, q, k, mask):
+        """q k^T * scaling + mask (in place), (B, H, Tq, Tk); whichever of q and the logits is
+        smaller is scaled. (A broadcast mask as the addend of a baddbmm was slower on CPU.)"""
+        if k.size(2) > q.size(-1):
+            logits = torch.matmul(q * self.scaling, k.transpose(-1, -2))
+        else:
+            logits = torch.matmul(q, k.transpose(-1, -2)).mul_(self.scaling)
+        return logits if mask is None else logits.add_(mask)
+
+    def _relative_bias_needs_grad(self, q):
+        rel = self.relative_positions
+        if rel is None:
+            return False
+        if rel.embeddings is not None and (q.requires_grad or rel.embeddings.requires_grad):
+            return True
+        return rel.bias is not None and rel.bias.requires_grad
+
+    def _add_relative_bias(self, logits, q, labels, attn_mask, src_len):
+        """logits + relative-position bias (explicit path). Self-attention labels depend on i - j
+        only: added in place along the band (RelativePositionBias.add_to_logits) when rows are
+        long next to the radius; rel2 cross-attention labels (per sentence) and short rows are
+        gathered."""
+        rel = self.relative_positions
+        if self.encoder_decoder_attention or labels.dim() != 2 or src_len < 4 * rel.radius:
+            # (short rows are mostly band edges, handled diagonal by diagonal: gather instead)
+            return logits.add_(rel(q, labels, self.scaling))
+        tgt_len = q.size(2)
+        offset = src_len - tgt_len  # queries are the last tgt_len positions (see _relative_labels)
+        future_masked = False
+        if attn_mask is not None and offset + rel.radius < src_len:
+            region = torch.ones(tgt_len, src_len, dtype=torch.bool, device=q.device)
+            region = region.triu_(offset + rel.radius)
+            blocked = attn_mask[region]
+            if attn_mask.dtype != torch.bool:
+                blocked = blocked <= mask_value(q.dtype) / 2
+            future_masked = bool(blocked.all())
+        return rel.add_to_logits(logits, q, self.scaling, offset, future_masked)
+
+    def weigh_and_combine(self, weights, v, query):
+        """Explicit path: ``combine(apply_weights(weights, v), query)``; a subclass may fuse the
+        two (compositional attention with short keys)."""
+        return self.combine(self.apply_weights(weights, v), query)
 
     def apply_weights(self, weights, v):
         """weights (B, H, Tq, Tk) @ values (B, H or 1, Tk, d_v*) without expanding shared values."""
