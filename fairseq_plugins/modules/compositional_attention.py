@@ -321,6 +321,7 @@ class CompositionalAttention(BiasedAttention):
         bsz, searches, tgt_len, src_len = weights.shape
         if (
             self.scoring != "dot"
+            or self.gumbel_active
             or self.value_scores_override is not None
             or v.size(1) != 1
             or 2 * src_len > self.value_dim
