@@ -85,7 +85,6 @@ its category file if any. --small (or explicit --train/--valid/--test) makes sma
 """
 
 import argparse
-import gzip
 import importlib.util
 import json
 import os
@@ -96,10 +95,20 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# the corpora's one resolution ($FAIRSEQ_PLUGINS_DATA, ../shared/data, ./corpora), by path: stdlib only
-_spec = importlib.util.spec_from_file_location("_corpora", ROOT / "fairseq_plugins" / "corpora.py")
-corpora = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(corpora)
+
+
+def _load_by_path(name, relative):
+    # By path: importing the package fairseq_plugins would import fairseq and torch (these modules
+    # use the standard library only).
+    spec = importlib.util.spec_from_file_location(name, ROOT / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# the corpora's one resolution ($FAIRSEQ_PLUGINS_DATA, ../shared/data, ./corpora)
+corpora = _load_by_path("_corpora", "fairseq_plugins/corpora.py")
+cogs_tags = _load_by_path("_cogs_tags", "fairseq_plugins/data/cogs_tags.py")
 
 ALGORITHMIC = ("add", "addneg", "reverse", "dup", "cart", "inters")
 SMALL = {"train": 1000, "valid": 100, "test": 100}
@@ -417,18 +426,13 @@ def load_scan(task, raw, counts, seed, explicit, options=None):
 
 
 def read_cogs(path):
-    opener = gzip.open if path.suffix == ".gz" else open
     pairs, cats = [], []
-    with opener(path, "rt", encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if not line:
-                continue
-            cols = line.split("\t")
-            if len(cols) != 3:
-                raise DataError(f"{path}:{n}: expected 3 tab-separated columns, got {len(cols)}")
-            pairs.append((cols[0].split(), cols[1].split()))
-            cats.append(cols[2])
+    try:
+        for _, sentence, logical_form, category in cogs_tags.read_tsv(path):
+            pairs.append((sentence.split(), logical_form.split()))
+            cats.append(category)
+    except cogs_tags.TagError as e:
+        raise DataError(str(e)) from None
     return pairs, cats
 
 
@@ -513,16 +517,7 @@ def load_pcfg(task, raw, counts, seed, explicit, download_dir, allow_download):
     return splits, {}, "test"
 
 
-def _load_cfq_im():
-    # By path: importing the package fairseq_plugins would import fairseq and torch.
-    path = ROOT / "fairseq_plugins" / "data" / "cfq_im.py"
-    spec = importlib.util.spec_from_file_location("cfq_im", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-cfq_im = _load_cfq_im()
+cfq_im = _load_by_path("cfq_im", "fairseq_plugins/data/cfq_im.py")
 CFQ_SPLIT_KEYS = {"train": "trainIdxs", "valid": "devIdxs", "test": "testIdxs"}
 
 
