@@ -33,6 +33,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
 out="" seeds=1 doc=docs/results-nmt.md smoke=0 threads=${OMP_NUM_THREADS:-1} pass=()
+invocation=(bash "scripts/study-nmt.sh" "$@")
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
@@ -65,5 +66,7 @@ if [[ ! -f $data/bin/dict.de.txt ]]; then
   bash scripts/prepare-multi30k.sh "$data" --src en --tgt de ${prep[@]+"${prep[@]}"} >&2 \
     || die "data preparation failed (scripts/prepare-multi30k.sh $data)"
 fi
+mkdir -p "$out"
+printf '%q ' "${invocation[@]}" > "$out/study-invocation.txt"; echo >> "$out/study-invocation.txt"
 exec bash scripts/compare-nmt.sh "${cfgs[@]}" --data "$data/bin" --out "$out" --seeds "$seeds" \
   --tensorboard --doc "$doc" ${opts[@]+"${opts[@]}"} ${pass[@]+"${pass[@]}"}
