@@ -229,6 +229,11 @@ def paired_tests(named_systems, refs, variant, resamples, trials, seed):
     return out
 
 
+def _num(x):
+    """Plain float (or None): chrF's statistics come back as numpy float32, which json rejects."""
+    return None if x is None else float(x)
+
+
 def _p_with_ties(p_sacrebleu, delta):
     # sacrebleu counts resampled differences strictly greater than the observed one, so a system
     # compared with an identical one (observed difference exactly 0) gets p = 1/(n+1); no
@@ -336,14 +341,14 @@ def analyse(args):
             delta = bs[i].score - base_score
             row = {
                 "system": name,
-                "score": bs[i].score,
-                "mean": bs[i].mean,
-                "ci": bs[i].ci,
-                "delta": None if i == 0 else delta,
-                "p_bs": None if i == 0 else _p_with_ties(bs[i].p_value, delta),
-                "p_ar": None if i == 0 else _p_with_ties(ar[i].p_value, delta),
-                "p_bs_sacrebleu": bs[i].p_value,
-                "p_ar_sacrebleu": ar[i].p_value,
+                "score": _num(bs[i].score),
+                "mean": _num(bs[i].mean),
+                "ci": _num(bs[i].ci),
+                "delta": None if i == 0 else _num(delta),
+                "p_bs": None if i == 0 else _num(_p_with_ties(bs[i].p_value, delta)),
+                "p_ar": None if i == 0 else _num(_p_with_ties(ar[i].p_value, delta)),
+                "p_bs_sacrebleu": _num(bs[i].p_value),
+                "p_ar_sacrebleu": _num(ar[i].p_value),
             }
             if i:
                 row["significant_bs"] = row["p_bs"] < args.alpha
