@@ -295,7 +295,7 @@ for seed in "${seeds[@]}"; do
     fi
     arch_shown=$ARCH
     [[ -n $selected ]] && arch_shown="$ARCH ($selected)"
-    rows+=("| $NAME | \`$arch_shown\` | ${seed:-cfg} | \`$cfg\` | $SRC→$TGT | $BEAM | $LENPEN | $params | $epochs | $updates | $best | $seconds | ${cpu:--} | $wps |")
+    rows+=("| $NAME | \`$arch_shown\` | ${seed:-config} | \`$cfg\` | $SRC→$TGT | $BEAM | $LENPEN | $params | $epochs | $updates | $best | $seconds | ${cpu:--} | $wps |")
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$NAME" "${seed:-}" "$ARCH" "$ARCH_CFG" "$dir" \
       "$SRC" "$TGT" "$BEAM" "$LENPEN" "$selected" >> "$out/runs.tsv"
   done
@@ -354,7 +354,8 @@ fi
   echo '```'
   cat "$out/invocation.txt"
   echo '```'
-  tail -n +2 "$out/runs.tsv" | while IFS=$'\t' read -r n s _ _ d _; do
+  # (a unit separator, not a tab: read would merge the empty seed field of a run without --seeds)
+  awk -F'\t' 'NR > 1 {print $1 "\037" $2 "\037" $5}' "$out/runs.tsv" | while IFS=$'\037' read -r n s d; do
     echo
     echo "### $n${s:+ (seed $s)}"
     echo

@@ -15,7 +15,8 @@ interruption: a finished system is skipped, an unfinished one resumes from check
   3. scripts/study-report.py lm: the results document (tables, curves, commands, machine).
 
   --out DIR     study folder (default outputs/study-lm; with --smoke outputs/study-lm-smoke)
-  --doc FILE    results document (default docs/results-lm.md)
+  --doc FILE    results document (default docs/results-lm.md; with --smoke
+                OUT/results-lm.md, so a smoke run never replaces the results)
   --smoke       pipeline check at a tiny budget: 3000 training / 300 evaluation lines
                 (data-bin/wikitext-2-smoke), 60 updates, validation every 30; the document is
                 labelled "smoke run, not results"
@@ -29,7 +30,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 [[ -d $root/.venv/bin ]] && export PATH=$root/.venv/bin:$PATH
 cd "$root"
 
-out="" doc=docs/results-lm.md smoke=0 threads=${OMP_NUM_THREADS:-1} pass=()
+out="" doc="" smoke=0 threads=${OMP_NUM_THREADS:-1} pass=()
 invocation=(bash "scripts/study-lm.sh" "$@")
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -52,6 +53,9 @@ if [[ $smoke == 1 ]]; then
 else
   out=${out:-outputs/study-lm} data=data-bin/wikitext-2
   prep=() opts=()
+fi
+if [[ -z $doc ]]; then  # a smoke run never replaces the results document
+  if [[ $smoke == 1 ]]; then doc=$out/results-lm.md; else doc=docs/results-lm.md; fi
 fi
 if [[ ! -f $data/bin/dict.txt ]]; then
   echo "study-lm.sh: preparing $data" >&2

@@ -17,7 +17,8 @@ finished systems/seeds are skipped, unfinished training resumes from checkpoint_
 
   --out DIR     study folder (default outputs/study-nmt; with --smoke outputs/study-nmt-smoke)
   --seeds LIST  training seeds, comma-separated (default 1; 1,2 when the budget allows)
-  --doc FILE    results document (default docs/results-nmt.md)
+  --doc FILE    results document (default docs/results-nmt.md; with --smoke
+                OUT/results-nmt.md, so a smoke run never replaces the results)
   --smoke       pipeline check at a tiny budget: 1000 training / 100 evaluation sentences
                 (data-bin/multi30k.en-de-smoke), 2 epochs (selection: 1), 200 bootstrap
                 resamples, 500 randomization trials; the document is labelled
@@ -32,7 +33,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 [[ -d $root/.venv/bin ]] && export PATH=$root/.venv/bin:$PATH
 cd "$root"
 
-out="" seeds=1 doc=docs/results-nmt.md smoke=0 threads=${OMP_NUM_THREADS:-1} pass=()
+out="" seeds=1 doc="" smoke=0 threads=${OMP_NUM_THREADS:-1} pass=()
 invocation=(bash "scripts/study-nmt.sh" "$@")
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -60,6 +61,9 @@ if [[ $smoke == 1 ]]; then
 else
   out=${out:-outputs/study-nmt} data=data-bin/multi30k.en-de
   prep=() opts=()
+fi
+if [[ -z $doc ]]; then  # a smoke run never replaces the results document
+  if [[ $smoke == 1 ]]; then doc=$out/results-nmt.md; else doc=docs/results-nmt.md; fi
 fi
 if [[ ! -f $data/bin/dict.de.txt ]]; then
   echo "study-nmt.sh: preparing $data" >&2
