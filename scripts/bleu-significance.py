@@ -11,13 +11,15 @@ Tests (all paired, all on the same sentences):
   here: on tokenized text, draw the test set with replacement ``--resamples`` times, count how often
   the system's BLEU beats the baseline's; one-sided p = 1 - wins / resamples.
 
-Each test runs on two BLEU variants:
+Each test runs on two BLEU variants and on chrF (``--no-chrf`` leaves it out):
 
 * ``BLEU``: detokenized sacreBLEU (its default 13a tokenizer; the comparable number);
 * ``tok-BLEU``: multi-bleu.perl style BLEU on tokenized text -- sacreBLEU with ``tokenize='none'``
   and no smoothing on Moses-tokenized text (``--tokenized``: the inputs already are; otherwise they
   are tokenized with sacremoses). With ``--tokenized`` the detokenized variant is computed on text
   detokenized with sacremoses.
+* ``chrF``: detokenized sacreBLEU chrF2 (its defaults, as ``sacrebleu -m chrf``), on the same text
+  as ``BLEU``.
 
 Inputs are plain one-sentence-per-line files or fairseq-generate output (``H-<id>``/``T-<id>``
 lines in any order, detected automatically and sorted by id; hypothesis = third tab field of the
@@ -192,10 +194,12 @@ def moses_detokenize(lines, lang):
 
 
 def make_metric(variant):
-    from sacrebleu.metrics import BLEU
+    from sacrebleu.metrics import BLEU, CHRF
 
     if variant == "BLEU":
         return BLEU()  # sacreBLEU defaults, as the CLI's `-m bleu`
+    if variant == "chrF":
+        return CHRF()  # sacreBLEU defaults, as the CLI's `-m chrf` (chrF2, character 6-grams)
     return BLEU(tokenize="none", smooth_method="none")  # multi-bleu.perl style
 
 
@@ -213,7 +217,7 @@ def paired_tests(named_systems, refs, variant, resamples, trials, seed):
     for test, n in (("bs", resamples), ("ar", trials)):
         pt = PairedTest(
             named_systems,
-            {"bleu": make_metric(variant)},
+            {"chrf" if variant == "chrF" else "bleu": make_metric(variant)},
             references=[refs],
             test_type=test,
             n_samples=n,
@@ -223,6 +227,11 @@ def paired_tests(named_systems, refs, variant, resamples, trials, seed):
         (key,) = [k for k in scores if k != "System"]
         out[test] = (sigs[key].format(short=False), scores[key])
     return out
+
+
+def _num(x):
+    """Plain float (or None): chrF's statistics come back as numpy float32, which json rejects."""
+    return None if x is None else float(x)
 
 
 def _p_with_ties(p_sacrebleu, delta):
@@ -313,10 +322,15 @@ def analyse(args):
     descriptions = {
         "BLEU": "detokenized sacreBLEU (13a)"
         + (" on sacremoses-detokenized input" if args.tokenized else ""),
+        "chrF": "detokenized sacreBLEU chrF2"
+        + (" on sacremoses-detokenized input" if args.tokenized else ""),
         "tok-BLEU": "tokenized BLEU, multi-bleu style: sacreBLEU tokenize=none, no smoothing, on "
         + ("the given tokenized text" if args.tokenized else "sacremoses-tokenized text"),
     }
-    for variant, data in (("BLEU", detok), ("tok-BLEU", tok)):
+    variants = [("BLEU", detok), ("chrF", detok), ("tok-BLEU", tok)]
+    if args.no_chrf:
+        variants.pop(1)
+    for variant, data in variants:
         named = list(zip(names, data["hyps"]))
         tests = paired_tests(named, data["ref"], variant, args.resamples, args.trials, args.seed)
         sig_bs, bs = tests["bs"]
@@ -327,14 +341,14 @@ def analyse(args):
             delta = bs[i].score - base_score
             row = {
                 "system": name,
-                "score": bs[i].score,
-                "mean": bs[i].mean,
-                "ci": bs[i].ci,
-                "delta": None if i == 0 else delta,
-                "p_bs": None if i == 0 else _p_with_ties(bs[i].p_value, delta),
-                "p_ar": None if i == 0 else _p_with_ties(ar[i].p_value, delta),
-                "p_bs_sacrebleu": bs[i].p_value,
-                "p_ar_sacrebleu": ar[i].p_value,
+                "score": _num(bs[i].score),
+                "mean": _num(bs[i].mean),
+                "ci": _num(bs[i].ci),
+                "delta": None if i == 0 else _num(delta),
+                "p_bs": None if i == 0 else _num(_p_with_ties(bs[i].p_value, delta)),
+                "p_ar": None if i == 0 else _num(_p_with_ties(ar[i].p_value, delta)),
+                "p_bs_sacrebleu": _num(bs[i].p_value),
+                "p_ar_sacrebleu": _num(ar[i].p_value),
             }
             if i:
                 row["significant_bs"] = row["p_bs"] < args.alpha
@@ -487,6 +501,9 @@ def build_parser():
     )
     p.add_argument(
         "--lang", default="en", help="language for sacremoses (de)tokenization (default en)"
+    )
+    p.add_argument(
+        "--no-chrf", action="store_true", help="skip the chrF tests (BLEU and tok-BLEU only)"
     )
     p.add_argument("--names", nargs="+", metavar="NAME", help="display names, one per HYP file")
     p.add_argument("--format", choices=["text", "markdown"], default="text", help="table format")

@@ -6,7 +6,7 @@ usage() {
   cat <<'USAGE'
 Usage: scripts/compare-nmt.sh [options] CONFIG...
 
-Each CONFIG is a small shell-variables file (see configs/nmt/multi30k-small-*.sh):
+Each CONFIG is a small shell-variables file (see configs/nmt/multi30k-ende-*.sh):
   NAME        system name (unique; also its folder under --out)
   ARCH        fairseq arch (transformer, compositional_transformer, graph_transformer, ...)
   DATA        fairseq-preprocess'd folder (e.g. from scripts/prepare-multi30k.sh OUTDIR: OUTDIR/bin)
@@ -14,20 +14,40 @@ Each CONFIG is a small shell-variables file (see configs/nmt/multi30k-small-*.sh
   TRAIN_ARGS  bash array (or string) of fairseq-train arguments
   BEAM LENPEN beam settings; default the paper's: beam 5 for De-En, beam 4 + lenpen 0.6 otherwise
   GEN_ARGS    bash array (or string) of extra fairseq-generate arguments (e.g. --remove-bpe)
-For every config in turn: fairseq-train --user-dir fairseq_plugins (resumes from an existing
-checkpoint_last.pt), fairseq-generate with checkpoint_best.pt on the test subset; then
-scripts/significance.sh of every system against the first one, scripts/plot-curves.py of the
-validation loss, and OUT/REPORT.md.
+A selection config instead sets NAME, SELECT_FROM (bash array of candidate CONFIGs, paths
+relative to the selection config's folder) and SELECT_EPOCHS (K): every candidate trains K
+epochs (OUT/NAME/select/CANDIDATE, first seed), the one with the lowest validation loss wins
+(OUT/NAME/selection.txt) and the system continues its run (same checkpoint) to the full recipe;
+further seeds train the winner from scratch.
+
+For every config (and seed) in turn: fairseq-train --user-dir fairseq_plugins, fairseq-generate
+with checkpoint_best.pt on the test subset; then scripts/significance.sh (BLEU, chrF, tok-BLEU;
+paired bootstrap and approximate randomization) of every system against the first one, per seed,
+scripts/plot-curves.py of the validation loss, and OUT/REPORT.md.
+
+Resumable: a run whose training finished (RUN/train.done) is not trained again; an unfinished
+one resumes from RUN/checkpoints/checkpoint_last.pt (the log is appended to RUN/train.log); a
+decoding that finished after the last training (RUN/generate.done) is reused. Delete a run's
+folder to redo it.
 
 Options:
   --out DIR          output folder (default outputs/compare-nmt)
   --data DIR         use DIR as DATA for every config (overrides the configs)
+  --seeds LIST       comma-separated training seeds (e.g. 1,2): runs go to OUT/NAME/seedS, the
+                     seed is appended to TRAIN_ARGS (--seed S), significance is per seed.
+                     Default: the configs' own seed, runs in OUT/NAME.
+  --train-args STR   extra fairseq-train arguments for every system (after the config's; later
+                     flags win), e.g. "--max-update 50" for a smoke run
+  --tensorboard      also log training to TensorBoard: --tensorboard-logdir OUT/tensorboard/RUN
+  --select-epochs K  override the selection configs' SELECT_EPOCHS (e.g. 1 for a smoke run)
   --subset NAME      subset to decode and score (default test)
   --batch-size N     fairseq-generate batch size (default 128)
   --skip-train       do not train; use the checkpoints already in OUT/NAME/checkpoints
   --detokenized      the hypotheses/references are detokenized text (default: fairseq's H-/T-
                      lines are tokenized text, scored with significance.sh --tokenized)
-  --resamples N, --trials N, --seed N, --moses   passed to scripts/significance.sh
+  --doc FILE         also write a results document (scripts/study-report.py nmt) to FILE
+  --smoke            label that document "smoke run, not results"
+  --resamples N, --trials N, --seed N, --moses, --no-chrf   passed to scripts/significance.sh
 USAGE
 }
 
@@ -38,7 +58,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 user_dir=${FAIRSEQ_USER_DIR:-$root/fairseq_plugins}  # --user-dir; FAIRSEQ_USER_DIR overrides
 
 out=outputs/compare-nmt data_override="" subset=test bsz=128 skip_train=0 tokenized=1
-sig_args=() configs=()
+seeds_arg="" extra_str="" tensorboard=0 doc="" smoke=0 select_epochs=""
+sig_args=() configs=() invocation=("$0" "$@")
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
@@ -46,11 +67,18 @@ while [[ $# -gt 0 ]]; do
     --data) [[ -n ${2:-} ]] || die "--data needs a value"; data_override=$2; shift 2 ;;
     --subset) [[ -n ${2:-} ]] || die "--subset needs a value"; subset=$2; shift 2 ;;
     --batch-size) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--batch-size needs a positive integer"; bsz=$2; shift 2 ;;
+    --seeds) [[ ${2:-} =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--seeds needs comma-separated positive integers (e.g. 1,2)"
+      seeds_arg=$2; shift 2 ;;
+    --train-args) [[ $# -ge 2 ]] || die "--train-args needs a value"; extra_str=$2; shift 2 ;;
+    --tensorboard) tensorboard=1; shift ;;
+    --select-epochs) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--select-epochs needs a positive integer"; select_epochs=$2; shift 2 ;;
+    --doc) [[ -n ${2:-} ]] || die "--doc needs a value"; doc=$2; shift 2 ;;
+    --smoke) smoke=1; shift ;;
     --skip-train) skip_train=1; shift ;;
     --detokenized) tokenized=0; shift ;;
     --resamples|--trials|--seed)
       [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "$1 needs a positive integer"; sig_args+=("$1" "$2"); shift 2 ;;
-    --moses) sig_args+=(--moses); shift ;;
+    --moses|--no-chrf) sig_args+=("$1"); shift ;;
     -*) die "unknown option '$1' (see --help)" ;;
     *) configs+=("$1"); shift ;;
   esac
@@ -59,17 +87,45 @@ done
 for tool in fairseq-train fairseq-generate; do
   command -v "$tool" >/dev/null || die "$tool not on PATH (run scripts/setup.sh)"
 done
+extra=()
+[[ -n $extra_str ]] && read -r -a extra <<<"$extra_str"
+seeds=("")
+[[ -n $seeds_arg ]] && IFS=, read -r -a seeds <<<"$seeds_arg"
+if [[ ${#seeds[@]} -gt 1 ]]; then
+  for ((i = 0; i < ${#seeds[@]}; i++)); do
+    for ((j = i + 1; j < ${#seeds[@]}; j++)); do
+      [[ ${seeds[$i]} != "${seeds[$j]}" ]] || die "--seeds: seed ${seeds[$i]} given twice"
+    done
+  done
+fi
 
-# load_config CONFIG: sets NAME ARCH DATA SRC TGT BEAM LENPEN TRAIN_ARGS GEN_ARGS (validated)
+# load_config CONFIG: sets NAME ARCH DATA SRC TGT BEAM LENPEN TRAIN_ARGS GEN_ARGS (validated) and,
+# for a selection config, SELECT_FROM (absolute paths) and SELECT_EPOCHS
 load_config() {
   local cfg=$1
   [[ -f $cfg ]] || die "$cfg: no such config file"
-  NAME="" ARCH="" DATA="" SRC="" TGT="" BEAM="" LENPEN=""
-  TRAIN_ARGS=() GEN_ARGS=()
+  NAME="" ARCH="" DATA="" SRC="" TGT="" BEAM="" LENPEN="" SELECT_EPOCHS=""
+  TRAIN_ARGS=() GEN_ARGS=() SELECT_FROM=()
   # shellcheck disable=SC1090
   source "$cfg" || die "$cfg: could not be sourced"
+  [[ ${#SELECT_FROM[@]} -gt 0 && -n $select_epochs ]] && SELECT_EPOCHS=$select_epochs
   [[ -n $NAME ]] || die "$cfg: does not set NAME"
   [[ $NAME =~ ^[A-Za-z0-9._+-]+$ ]] || die "$cfg: NAME '$NAME' may only use letters, digits and ._+-"
+  if [[ ${#SELECT_FROM[@]} -gt 0 ]]; then
+    [[ $SELECT_EPOCHS =~ ^[1-9][0-9]*$ ]] || die "$cfg: SELECT_FROM needs SELECT_EPOCHS (a positive integer)"
+    local sel_name=$NAME sel_epochs=$SELECT_EPOCHS dir cands=() c
+    dir=$(cd "$(dirname "$cfg")" && pwd)
+    for c in "${SELECT_FROM[@]}"; do
+      [[ $c == /* ]] || c=$dir/$c
+      cands+=("$c")
+    done
+    for c in "${cands[@]}"; do  # validate the candidates
+      load_config "$c"
+      [[ ${#SELECT_FROM[@]} -eq 0 ]] || die "$cfg: candidate $c is itself a selection config"
+    done
+    NAME=$sel_name SELECT_EPOCHS=$sel_epochs SELECT_FROM=("${cands[@]}")
+    return 0
+  fi
   [[ -n $ARCH ]] || die "$cfg: does not set ARCH"
   [[ -n $data_override ]] && DATA=$data_override
   [[ -n $DATA ]] || die "$cfg: does not set DATA (or pass --data)"
@@ -89,6 +145,44 @@ load_config() {
   LENPEN=${LENPEN:-1.0}
 }
 
+# best_valid_loss LOG: the lowest validation loss in a fairseq-train log (empty if none)
+best_valid_loss() {
+  grep -E '\| valid \|' "$1" 2>/dev/null | grep -oE '\| loss [0-9.]+' | awk '{print $3}' | sort -g | head -n 1 || true
+}
+
+# train_run DIR TB_NAME ARGS...: fairseq-train into DIR (skipped when DIR/train.done exists;
+# resumes from DIR/checkpoints/checkpoint_last.pt), log appended to DIR/train.log
+train_run() {
+  local dir=$1 tb=$2; shift 2
+  local cmd=(fairseq-train "$DATA" --user-dir "$user_dir" --task translation
+    --source-lang "$SRC" --target-lang "$TGT" --arch "$ARCH" --save-dir "$dir/checkpoints"
+    --log-format simple "$@")
+  [[ $tensorboard == 1 ]] && cmd+=(--tensorboard-logdir "$out/tensorboard/$tb")
+  mkdir -p "$dir/checkpoints"
+  { printf '%q ' "${cmd[@]}"; echo; } > "$dir/train-command.txt"
+  if [[ -f $dir/train.done ]]; then
+    echo "compare-nmt.sh: [$tb] already trained ($dir/train.done)" >&2
+    return 0
+  fi
+  local what=training
+  [[ -f $dir/checkpoints/checkpoint_last.pt ]] && what="resuming from checkpoint_last.pt"
+  echo "compare-nmt.sh: [$tb] $what ($ARCH) -> $dir/train.log" >&2
+  echo "compare-nmt.sh: $what at $(date -u '+%Y-%m-%d %H:%M:%S UTC')" >> "$dir/train.log"
+  # wall and CPU (user + sys) seconds of fairseq-train, summed over attempts: on a shared machine
+  # the CPU seconds are what the run would take alone (one thread)
+  local TIMEFORMAT='%R %U %S' times
+  { time "${cmd[@]}" >> "$dir/train.log" 2>&1; } 2> "$dir/train.time" \
+    || { tail -n 20 "$dir/train.log" >&2; die "[$tb] fairseq-train failed (see $dir/train.log)"; }
+  read -r -a times < "$dir/train.time"
+  local prev=(0 0)
+  [[ -f $dir/train.seconds ]] && read -r -a prev < "$dir/train.seconds"
+  awk -v w="${prev[0]}" -v c="${prev[1]:-0}" -v r="${times[0]}" -v u="${times[1]}" -v s="${times[2]}" \
+    'BEGIN {printf "%.0f %.0f\n", w + r, c + u + s}' > "$dir/train.seconds"
+  [[ -f $dir/checkpoints/checkpoint_best.pt ]] || die "[$tb] no $dir/checkpoints/checkpoint_best.pt after training"
+  touch "$dir/train.done"
+  rm -f "$dir/generate.done"
+}
+
 # validate every config before spending time on training
 names=()
 for cfg in "${configs[@]}"; do
@@ -98,65 +192,132 @@ for cfg in "${configs[@]}"; do
 done
 command -v python >/dev/null || die "no python on PATH"
 mkdir -p "$out"
+printf '%q ' "${invocation[@]}" > "$out/invocation.txt"; echo >> "$out/invocation.txt"
 
-hyps=() logs=() rows=()
-for cfg in "${configs[@]}"; do
-  load_config "$cfg"
-  dir=$out/$NAME
-  mkdir -p "$dir/checkpoints"
-  cp "$cfg" "$dir/config.sh"
-  train=(fairseq-train "$DATA" --user-dir "$user_dir" --task translation
-    --source-lang "$SRC" --target-lang "$TGT" --arch "$ARCH" --save-dir "$dir/checkpoints"
-    --log-format simple ${TRAIN_ARGS[@]+"${TRAIN_ARGS[@]}"})
-  gen=(fairseq-generate "$DATA" --user-dir "$user_dir" --task translation
-    --source-lang "$SRC" --target-lang "$TGT" --path "$dir/checkpoints/checkpoint_best.pt"
-    --gen-subset "$subset" --beam "$BEAM" --lenpen "$LENPEN" --batch-size "$bsz"
-    --required-batch-size-multiple 1
-    ${GEN_ARGS[@]+"${GEN_ARGS[@]}"})
-  {
-    printf '%q ' "${train[@]}"; echo
-    printf '%q ' "${gen[@]}"; echo
-  } > "$dir/commands.txt"
-  seconds=-
-  if [[ $skip_train == 0 ]]; then
-    echo "compare-nmt.sh: [$NAME] training ($ARCH) -> $dir/train.log" >&2
-    start=$SECONDS
-    "${train[@]}" > "$dir/train.log" 2>&1 \
-      || { tail -n 20 "$dir/train.log" >&2; die "[$NAME] fairseq-train failed (see $dir/train.log)"; }
-    seconds=$((SECONDS - start))
-  fi
-  [[ -f $dir/checkpoints/checkpoint_best.pt ]] || die "[$NAME] no $dir/checkpoints/checkpoint_best.pt"
-  echo "compare-nmt.sh: [$NAME] decoding $subset (beam $BEAM, lenpen $LENPEN) -> $dir/generate-$subset.txt" >&2
-  "${gen[@]}" > "$dir/generate-$subset.txt" 2> "$dir/generate.log" \
-    || { tail -n 20 "$dir/generate.log" >&2; die "[$NAME] fairseq-generate failed (see $dir/generate.log)"; }
-  # every sentence must be scored (with the default --required-batch-size-multiple 8 this
-  # fairseq build silently drops the remainder batch)
-  n_data=$(grep -oE " $subset $SRC-$TGT [0-9]+ examples" "$dir/generate.log" | grep -oE '[0-9]+' | tail -n 1 || true)
-  n_hyp=$(grep -c '^H-' "$dir/generate-$subset.txt" || true)
-  [[ -z $n_data || $n_data == "$n_hyp" ]] \
-    || die "[$NAME] fairseq-generate wrote $n_hyp hypotheses for $n_data $subset sentences (see $dir/generate.log)"
-  hyps+=("$dir/generate-$subset.txt")
-  params=- updates=- best=-
-  if [[ -f $dir/train.log ]]; then
-    logs+=("$dir/train.log")
-    params=$(grep -oE 'num\. (shared )?model params: [0-9,]+' "$dir/train.log" | head -n 1 | grep -oE '[0-9,]+$' || echo -)
-    updates=$(grep -E '\| valid \|' "$dir/train.log" | tail -n 1 | grep -oE 'num_updates [0-9]+' | grep -oE '[0-9]+$' || echo -)
-    best=$(grep -E '\| valid \|' "$dir/train.log" | grep -oE '\| loss [0-9.]+' | awk '{print $3}' | sort -g | head -n 1 || true)
-    best=${best:--}
-  fi
-  rows+=("| $NAME | \`$ARCH\` | \`$cfg\` | $SRC→$TGT | $BEAM | $LENPEN | $params | $updates | $best | $seconds |")
+printf 'name\tseed\tarch\tconfig\tdir\tsrc\ttgt\tbeam\tlenpen\tselected\n' > "$out/runs.tsv"
+rows=() logs=() labels=()
+declare -A hyps_by_seed=()
+for seed in "${seeds[@]}"; do
+  for cfg in "${configs[@]}"; do
+    load_config "$cfg"
+    sysdir=$out/$NAME dir=$out/$NAME tb=$NAME
+    [[ -n $seed ]] && dir=$sysdir/seed$seed tb=$NAME-seed$seed
+    mkdir -p "$dir"
+    cp "$cfg" "$sysdir/config.sh"
+    selected=""
+    if [[ ${#SELECT_FROM[@]} -gt 0 ]]; then
+      sel_name=$NAME sel_epochs=$SELECT_EPOCHS cands=("${SELECT_FROM[@]}")
+      if [[ ! -f $sysdir/selection.txt ]]; then
+        [[ $skip_train == 0 ]] || die "[$sel_name] --skip-train but no $sysdir/selection.txt"
+        best_cfg="" best_loss="" lines=()
+        for cand in "${cands[@]}"; do
+          load_config "$cand"
+          cdir=$sysdir/select/$NAME
+          args=(${TRAIN_ARGS[@]+"${TRAIN_ARGS[@]}"})
+          [[ -n ${seeds[0]} ]] && args+=(--seed "${seeds[0]}")
+          args+=(${extra[@]+"${extra[@]}"} --max-epoch "$sel_epochs")
+          train_run "$cdir" "$sel_name-select-$NAME" "${args[@]}"
+          loss=$(best_valid_loss "$cdir/train.log")
+          [[ -n $loss ]] || die "[$sel_name] candidate $NAME: no validation loss in $cdir/train.log"
+          lines+=("$NAME	$cand	$loss")
+          if [[ -z $best_loss ]] || awk -v a="$loss" -v b="$best_loss" 'BEGIN{exit !(a < b)}'; then
+            best_loss=$loss best_cfg=$cand
+          fi
+        done
+        {
+          echo "winner	$best_cfg"
+          echo "epochs	$sel_epochs"
+          printf '%s\n' "${lines[@]}"
+        } > "$sysdir/selection.txt"
+        echo "compare-nmt.sh: [$sel_name] selected $best_cfg (best valid loss $best_loss after $sel_epochs epochs)" >&2
+      fi
+      win_cfg=$(awk -F'\t' '$1 == "winner" {print $2}' "$sysdir/selection.txt")
+      load_config "$win_cfg"
+      selected=$NAME
+      NAME=$sel_name
+      # the first seed continues the winner's selection run from its checkpoint
+      first=${seeds[0]}
+      if [[ $seed == "$first" && ! -f $dir/checkpoints/checkpoint_last.pt && ! -f $dir/train.done ]]; then
+        src_dir=$sysdir/select/$selected
+        mkdir -p "$dir/checkpoints"
+        cp "$src_dir/checkpoints/checkpoint_last.pt" "$src_dir/checkpoints/checkpoint_best.pt" "$dir/checkpoints/"
+        cp "$src_dir/train.log" "$dir/train.log"
+        cp "$src_dir/train.seconds" "$dir/train.seconds" 2>/dev/null || true
+      fi
+      ARCH_CFG=$win_cfg
+    else
+      ARCH_CFG=$cfg
+    fi
+    args=(${TRAIN_ARGS[@]+"${TRAIN_ARGS[@]}"})
+    [[ -n $seed ]] && args+=(--seed "$seed")
+    args+=(${extra[@]+"${extra[@]}"})
+    gen=(fairseq-generate "$DATA" --user-dir "$user_dir" --task translation
+      --source-lang "$SRC" --target-lang "$TGT" --path "$dir/checkpoints/checkpoint_best.pt"
+      --gen-subset "$subset" --beam "$BEAM" --lenpen "$LENPEN" --batch-size "$bsz"
+      --required-batch-size-multiple 1
+      ${GEN_ARGS[@]+"${GEN_ARGS[@]}"})
+    if [[ $skip_train == 0 ]]; then
+      train_run "$dir" "$tb" "${args[@]}"
+    fi
+    {
+      cat "$dir/train-command.txt" 2>/dev/null || true
+      printf '%q ' "${gen[@]}"; echo
+    } > "$dir/commands.txt"
+    [[ -f $dir/checkpoints/checkpoint_best.pt ]] || die "[$tb] no $dir/checkpoints/checkpoint_best.pt"
+    if [[ -f $dir/generate.done && $dir/generate.done -nt $dir/checkpoints/checkpoint_best.pt ]]; then
+      echo "compare-nmt.sh: [$tb] already decoded ($dir/generate-$subset.txt)" >&2
+    else
+      echo "compare-nmt.sh: [$tb] decoding $subset (beam $BEAM, lenpen $LENPEN) -> $dir/generate-$subset.txt" >&2
+      start=$SECONDS
+      "${gen[@]}" > "$dir/generate-$subset.txt" 2> "$dir/generate.log" \
+        || { tail -n 20 "$dir/generate.log" >&2; die "[$tb] fairseq-generate failed (see $dir/generate.log)"; }
+      # every sentence must be scored (with the default --required-batch-size-multiple 8 this
+      # fairseq build silently drops the remainder batch)
+      n_data=$(grep -oE " $subset $SRC-$TGT [0-9]+ examples" "$dir/generate.log" | grep -oE '[0-9]+' | tail -n 1 || true)
+      n_hyp=$(grep -c '^H-' "$dir/generate-$subset.txt" || true)
+      [[ -z $n_data || $n_data == "$n_hyp" ]] \
+        || die "[$tb] fairseq-generate wrote $n_hyp hypotheses for $n_data $subset sentences (see $dir/generate.log)"
+      echo $((SECONDS - start)) > "$dir/generate.seconds"
+      touch "$dir/generate.done"
+    fi
+    hyps_by_seed[s$seed]+="$dir/generate-$subset.txt"$'\n'
+    params=- updates=- best=- epochs=- wps=- seconds=-
+    cpu=-
+    [[ -f $dir/train.seconds ]] && read -r seconds cpu < "$dir/train.seconds"
+    if [[ -f $dir/train.log ]]; then
+      logs+=("$dir/train.log") labels+=("$tb")
+      params=$(grep -oE 'num\. (shared )?model params: [0-9,]+' "$dir/train.log" | head -n 1 | grep -oE '[0-9,]+$' || echo -)
+      updates=$(grep -E '\| valid \|' "$dir/train.log" | tail -n 1 | grep -oE 'num_updates [0-9]+' | grep -oE '[0-9]+$' || echo -)
+      epochs=$(grep -E '\| train \| epoch' "$dir/train.log" | tail -n 1 | grep -oE 'epoch [0-9]+' | grep -oE '[0-9]+$' | sed 's/^0*//' || echo -)
+      wps=$(grep -E '\| train \| epoch' "$dir/train.log" | grep -oE '\| wps [0-9.]+' | awk '{s += $3; n++} END {if (n) printf "%.0f", s / n; else print "-"}')
+      best=$(best_valid_loss "$dir/train.log")
+      best=${best:--} epochs=${epochs:--} params=${params:--} updates=${updates:--}
+    fi
+    arch_shown=$ARCH
+    [[ -n $selected ]] && arch_shown="$ARCH ($selected)"
+    rows+=("| $NAME | \`$arch_shown\` | ${seed:-config} | \`$cfg\` | $SRC→$TGT | $BEAM | $LENPEN | $params | $epochs | $updates | $best | $seconds | ${cpu:--} | $wps |")
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$NAME" "${seed:-}" "$ARCH" "$ARCH_CFG" "$dir" \
+      "$SRC" "$TGT" "$BEAM" "$LENPEN" "$selected" >> "$out/runs.tsv"
+  done
 done
 
-echo "compare-nmt.sh: significance of ${names[*]:1} against ${names[0]}" >&2
 tok_flag=(--tokenized); [[ $tokenized == 0 ]] && tok_flag=()
-python "$root/scripts/bleu-significance.py" "${hyps[@]}" --names "${names[@]}" \
-  ${tok_flag[@]+"${tok_flag[@]}"} --lang "$TGT" --format markdown --json "$out/significance.json" \
-  ${sig_args[@]+"${sig_args[@]}"} > "$out/significance.md" \
-  || die "significance test failed"
+sig_files=()
+for seed in "${seeds[@]}"; do
+  mapfile -t hyps < <(printf '%s' "${hyps_by_seed[s$seed]}")
+  stem=significance
+  [[ -n $seed ]] && stem=significance-seed$seed
+  echo "compare-nmt.sh: significance of ${names[*]:1} against ${names[0]}${seed:+ (seed $seed)}" >&2
+  python "$root/scripts/bleu-significance.py" "${hyps[@]}" --names "${names[@]}" \
+    ${tok_flag[@]+"${tok_flag[@]}"} --lang "$TGT" --format markdown --json "$out/$stem.json" \
+    ${sig_args[@]+"${sig_args[@]}"} > "$out/$stem.md" \
+    || die "significance test failed"
+  sig_files+=("$stem")
+done
 
 curves=""
-if [[ ${#logs[@]} -eq ${#names[@]} ]]; then
-  if python "$root/scripts/plot-curves.py" "${logs[@]}" --labels "${names[@]}" --metric loss \
+if [[ ${#logs[@]} -gt 0 ]]; then
+  if python "$root/scripts/plot-curves.py" "${logs[@]}" --labels "${labels[@]}" --metric loss \
       --out "$out/curves.png" >&2; then
     curves=curves.png
   fi
@@ -170,30 +331,43 @@ fi
   echo
   echo "## Systems"
   echo
-  echo "| System | Arch | Config | Pair | Beam | Lenpen | Params | Updates | Best valid loss | Train time (s) |"
-  echo "|---|---|---|---|---:|---:|---:|---:|---:|---:|"
+  echo "| System | Arch | Seed | Config | Pair | Beam | Lenpen | Params | Epochs | Updates | Best valid loss | Train wall (s) | Train CPU (s) | Train words/s |"
+  echo "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   printf '%s\n' "${rows[@]}"
   echo
-  echo "## Paired significance against ${names[0]}"
-  echo
-  cat "$out/significance.md"
-  echo
-  echo "Machine-readable: \`significance.json\`. Hypotheses: \`NAME/generate-$subset.txt\`."
-  if [[ -n $curves ]]; then
+  for stem in "${sig_files[@]}"; do
+    echo "## Paired significance against ${names[0]}${stem#significance}"
     echo
+    cat "$out/$stem.md"
+    echo
+    echo "Machine-readable: \`$stem.json\`. Hypotheses: \`NAME/[seedS/]generate-$subset.txt\`."
+    echo
+  done
+  if [[ -n $curves ]]; then
     echo "## Validation loss"
     echo
     echo "![validation loss vs epoch and updates]($curves)"
-  fi
-  echo
-  echo "## Commands"
-  for i in "${!names[@]}"; do
     echo
-    echo "### ${names[$i]}"
+  fi
+  echo "## Commands"
+  echo
+  echo '```'
+  cat "$out/invocation.txt"
+  echo '```'
+  # (a unit separator, not a tab: read would merge the empty seed field of a run without --seeds)
+  awk -F'\t' 'NR > 1 {print $1 "\037" $2 "\037" $5}' "$out/runs.tsv" | while IFS=$'\037' read -r n s d; do
+    echo
+    echo "### $n${s:+ (seed $s)}"
     echo
     echo '```'
-    cat "$out/${names[$i]}/commands.txt"
+    cat "$d/commands.txt"
     echo '```'
   done
 } > "$out/REPORT.md"
 echo "compare-nmt.sh: wrote $out/REPORT.md" >&2
+if [[ -n $doc ]]; then
+  smoke_flag=(); [[ $smoke == 1 ]] && smoke_flag=(--smoke)
+  python "$root/scripts/study-report.py" nmt "$out" --doc "$doc" ${smoke_flag[@]+"${smoke_flag[@]}"} \
+    || die "could not write $doc (scripts/study-report.py nmt failed)"
+  echo "compare-nmt.sh: wrote $doc" >&2
+fi

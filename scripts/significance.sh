@@ -6,12 +6,13 @@ usage() {
   cat <<'USAGE'
 Usage: scripts/significance.sh BASELINE_HYP SYSTEM_HYP... --ref REF [--resamples 1000]
          [--trials 10000] [--seed 12345] [--json OUT.json] [--tokenized] [--moses]
-         [--lang en] [--names NAME...] [--format text|markdown] [--alpha 0.05]
+         [--lang en] [--no-chrf] [--names NAME...] [--format text|markdown] [--alpha 0.05]
 
 Paired bootstrap resampling (Koehn 2004) and paired approximate randomization, via sacrebleu's own
 significance code (the same numbers as `sacrebleu REF -i BASE SYS -m bleu --paired-bs`), for every
-system against the baseline, on detokenized sacreBLEU and on tokenized multi-bleu-style BLEU
-(sacreBLEU tokenize=none on tokenized text). --moses adds the protocol of Moses'
+system against the baseline, on detokenized sacreBLEU, on detokenized chrF (sacreBLEU chrF2;
+--no-chrf skips it) and on tokenized multi-bleu-style BLEU (sacreBLEU tokenize=none on tokenized
+text). --moses adds the protocol of Moses'
 bootstrap-hypothesis-difference-significance.pl (p = 1 - wins/N, one-sided).
 
 Inputs: plain one-sentence-per-line files or fairseq-generate output (H-/T- lines, any order;

@@ -1,0 +1,643 @@
+#!/usr/bin/env python3
+"""Write the results document of a study from its outputs (issue 14).
+
+  study-report.py nmt OUT --doc docs/results-nmt.md [--smoke]   # OUT of scripts/compare-nmt.sh
+  study-report.py lm  OUT --doc docs/results-lm.md  [--smoke]   # OUT of scripts/compare-lm.sh
+
+Reads OUT/runs.tsv, every run's train.log, train.seconds (wall and CPU seconds of training),
+selection.txt, the significance JSON files (nmt) and eval-{valid,test}.txt (lm); writes the
+document (tables, the learning curves copied next to it as DOC-stem-curves.png, the exact
+commands, the machine and the wall time). --smoke labels the document "smoke run, not results".
+Errors (missing or malformed outputs): one line on stderr, exit code 2.
+"""
+
+import argparse
+import csv
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+PROG = "study-report.py"
+SMOKE_BANNER = (
+    "> **Smoke run, not results.** This document was generated from a pipeline check at a tiny "
+    "budget (a slice of the data, a few updates). Its numbers say nothing about the "
+    "architectures; the study itself has not been run yet. Run it with `{command}` (it "
+    "rewrites this document)."
+)
+STUDY_COMMAND = {"nmt": "bash scripts/study-nmt.sh", "lm": "bash scripts/study-lm.sh"}
+# The reference point of the NMT baseline: left to be filled in by whoever runs the study (we
+# only cite numbers we are sure of).
+PUBLISHED_NMT = (
+    "A published small-model Multi30k En-De (test 2016 flickr) score to compare the baseline with "
+    "is **to be filled in**: we did not find one we could cite with certainty (same data version, "
+    "same tokenization and BLEU variant) while preparing the study."
+)
+
+
+class ReportError(Exception):
+    pass
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message):
+        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
+        sys.exit(2)
+
+
+# --------------------------------------------------------------------------------------------
+# reading the outputs
+
+VALID = re.compile(r"\| valid \| (.*)$")
+TRAIN_EPOCH = re.compile(r"\| train \| (.*)$")
+PARAMS = re.compile(r"num\. (?:shared )?model params: ([0-9,]+)")
+
+
+def _fields(rest):
+    out = {}
+    for field in rest.split(" | "):
+        parts = field.strip().split(" ")
+        if len(parts) == 2:
+            try:
+                out[parts[0]] = float(parts[1])
+            except ValueError:
+                pass
+    return out
+
+
+def parse_train_log(path):
+    """params, validation records, train epoch records of a fairseq-train log (simple format)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ReportError(f"{path}: no such file")
+    params, valid, train = None, [], []
+    for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
+        if params is None and (m := PARAMS.search(line)):
+            params = int(m.group(1).replace(",", ""))
+        if m := VALID.search(line):
+            valid.append(_fields(m.group(1)))
+        elif m := TRAIN_EPOCH.search(line):
+            train.append(_fields(m.group(1)))
+    return {"params": params, "valid": valid, "train": train}
+
+
+LOADED = re.compile(r"loaded ([0-9,]+) examples from: (\S+)")
+LM_DICT = re.compile(r"dictionary: ([0-9,]+) types")
+
+
+def data_facts(run_dir):
+    """Examples per split (train/valid/test) and the LM dictionary size, from the run's logs."""
+    facts = {}
+    for name in ("train.log", "generate.log", "eval-test.log"):
+        f = Path(run_dir) / name
+        if not f.is_file():
+            continue
+        for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
+            if m := LOADED.search(line):
+                split = Path(m.group(2)).name.split(".")[0]
+                facts.setdefault(split, int(m.group(1).replace(",", "")))
+            elif "types" in line and (m := LM_DICT.search(line)):
+                facts.setdefault("dict", int(m.group(1).replace(",", "")))
+    return facts
+
+
+def read_seconds(run_dir, name="train.seconds"):
+    f = Path(run_dir) / name
+    if not f.is_file():
+        return None, None
+    parts = f.read_text().split()
+    wall = float(parts[0]) if parts else None
+    cpu = float(parts[1]) if len(parts) > 1 else None
+    return wall, cpu
+
+
+def read_runs(out):
+    f = Path(out) / "runs.tsv"
+    if not f.is_file():
+        raise ReportError(f"{f}: no such file (run scripts/compare-{{nmt,lm}}.sh first)")
+    with open(f, encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    if not rows:
+        raise ReportError(f"{f}: no runs")
+    return rows
+
+
+def run_stats(run_dir):
+    log = parse_train_log(Path(run_dir) / "train.log")
+    wall, cpu = read_seconds(run_dir)
+    valid = [v for v in log["valid"] if "loss" in v]
+    best = min(valid, key=lambda v: v["loss"]) if valid else None
+    epochs = int(log["train"][-1].get("epoch", 0)) if log["train"] else None
+    updates = None
+    for rec in reversed(log["train"] + valid):
+        if "num_updates" in rec:
+            updates = int(rec["num_updates"])
+            break
+    wps = [t["wps"] for t in log["train"] if "wps" in t]
+    # tokens trained: per epoch line, words per batch x updates of that epoch
+    tokens, prev = 0.0, 0
+    for t in log["train"]:
+        n = int(t.get("num_updates", prev))
+        tokens += t.get("wpb", 0.0) * max(n - prev, 0)
+        prev = n
+    return {
+        "params": log["params"],
+        "epochs": epochs,
+        "updates": updates,
+        "best_loss": best["loss"] if best else None,
+        "best_ppl": best.get("ppl") if best else None,
+        "best_epoch": int(best["epoch"]) if best and "epoch" in best else None,
+        "wps": statistics.mean(wps) if wps else None,
+        "tokens": tokens or None,
+        "wall": wall,
+        "cpu": cpu,
+        "n_valid": len(valid),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# formatting
+
+
+def per_cpu(st):
+    """Target tokens trained per CPU second (robust to a shared machine, unlike fairseq's wps)."""
+    return st["tokens"] / st["cpu"] if st["tokens"] and st["cpu"] else None
+
+
+def fmt(x, spec="{:,.0f}", none="-"):
+    return none if x is None else spec.format(x)
+
+
+def fmt_p(p):
+    return "-" if p is None else f"{p:.4f}{'*' if p < 0.05 else ''}"
+
+
+def table(header, rows, align=None, text_cols=1):
+    align = align or ["---"] * text_cols + ["---:"] * (len(header) - text_cols)
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = []
+    for mod in ("torch", "fairseq", "sacrebleu"):
+        try:
+            versions.append(f"{mod} {__import__(mod).__version__}")
+        except Exception:  # noqa: BLE001 - a version is only informative
+            pass
+    return (
+        f"{platform.node() or 'host'}: {os.cpu_count()} logical CPUs ({cpu}), "
+        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}; "
+        f"Python {platform.python_version()}, {', '.join(versions)}"
+    )
+
+
+def read_text(path, default=""):
+    p = Path(path)
+    return p.read_text(encoding="utf-8").strip() if p.is_file() else default
+
+
+def copy_curves(out, doc):
+    src = Path(out) / "curves.png"
+    if not src.is_file():
+        return None
+    dst = doc.with_name(f"{doc.stem}-curves.png")
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst)
+    return dst.name
+
+
+def header(title, smoke, out, kind):
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [f"# {title}" + (" (smoke run, not results)" if smoke else ""), ""]
+    if smoke:
+        lines += [SMOKE_BANNER.format(command=STUDY_COMMAND[kind]), ""]
+    lines += [
+        f"Generated by `scripts/study-report.py` on {now} from `{out}`.",
+        "",
+    ]
+    return lines
+
+
+def commands_section(out, runs, key_dir="dir"):
+    lines = ["## Commands", "", "The study, one command (resumable):", "", "```"]
+    study = read_text(Path(out) / "study-invocation.txt")
+    if study:
+        lines += [study, "```", "", "which ran", "", "```"]
+    lines.append(read_text(Path(out) / "invocation.txt", "(invocation.txt missing)"))
+    lines += ["```", "", "Each run, as executed:", ""]
+    for r in runs:
+        label = r["name"] + (f" (seed {r['seed']})" if r.get("seed") else "")
+        lines += [f"<details><summary>{label}</summary>", "", "```"]
+        lines.append(read_text(Path(r[key_dir]) / "commands.txt", "(commands.txt missing)"))
+        lines += ["```", "", "</details>", ""]
+    return lines
+
+
+# --------------------------------------------------------------------------------------------
+# NMT
+
+
+def load_significance(out, seed):
+    stem = f"significance-seed{seed}" if seed else "significance"
+    f = Path(out) / f"{stem}.json"
+    if not f.is_file():
+        raise ReportError(f"{f}: no such file (did scripts/compare-nmt.sh finish?)")
+    return json.loads(f.read_text(encoding="utf-8"))
+
+
+def nmt_doc(out, smoke):
+    runs = read_runs(out)
+    seeds = list(dict.fromkeys(r["seed"] for r in runs))
+    names = list(dict.fromkeys(r["name"] for r in runs))
+    baseline = names[0]
+    stats = {(r["name"], r["seed"]): run_stats(r["dir"]) for r in runs}
+    sig = {s: load_significance(out, s) for s in seeds}
+    lines = header(
+        "Multi30k English→German: stock vs compositional vs Graph-Transformer", smoke, out, "nmt"
+    )
+    r0 = runs[0]
+    facts = data_facts(r0["dir"])
+    sizes = ", ".join(f"{k} {facts[k]:,} pairs" for k in ("train", "valid", "test") if k in facts)
+    lines += [
+        "**Question** (issue 14): on a real corpus, do these architectures train as well as the "
+        "baseline, at what cost, and is the difference significant?",
+        "",
+        "## Setup",
+        "",
+        f"- Data: Multi30k task 1 {r0['src']}→{r0['tgt']}, valid = val, test = test_2016_flickr "
+        f"({sizes}; the full corpus: 29,000 / 1,014 / 1,000), `scripts/prepare-multi30k.sh` "
+        "(Moses tokenization, joint sentencepiece BPE, joined dictionary).",
+        "- One recipe for every system (configs/nmt/multi30k-ende-baseline.sh; the others change "
+        "the architecture only); the exact fairseq-train commands are under Commands.",
+        f"- Decoding: checkpoint_best.pt (lowest validation loss), beam {r0['beam']}, lenpen "
+        f"{r0['lenpen']}, on the test subset; every sentence scored.",
+        "- Scores: detokenized sacreBLEU and chrF (sacremoses-detokenized fairseq output against the "
+        "detokenized references; signatures below) and tokenized BLEU (multi-bleu style on the "
+        "Moses tokens). Paired bootstrap resampling and paired approximate randomization "
+        "(sacrebleu's implementation via `scripts/significance.sh`) against the baseline "
+        f"**{baseline}**; * marks p < 0.05 (two-sided).",
+        f"- Seeds: {', '.join(s or 'the config seed' for s in seeds)}.",
+        "",
+    ]
+    sel = []
+    for n in names:
+        f = Path(out) / n / "selection.txt"
+        if f.is_file():
+            rows = [ln.split("\t") for ln in f.read_text(encoding="utf-8").splitlines()]
+            winner = next(r[1] for r in rows if r[0] == "winner")
+            epochs = next(r[1] for r in rows if r[0] == "epochs")
+            cands = [r for r in rows if r[0] not in ("winner", "epochs")]
+            sel.append(
+                f"- **{n}**: candidates trained {epochs} epoch(s) each (first seed); best validation "
+                "loss: "
+                + ", ".join(
+                    f"{c[0]} {float(c[2]):.3f}" + (" (**chosen**)" if c[1] == winner else "")
+                    for c in cands
+                )
+                + ". The chosen run continued from that checkpoint; the other candidate's epochs "
+                "count in the budget below but not in its row."
+            )
+    if sel:
+        lines += ["## Fusion chosen on validation", ""] + sel + [""]
+
+    lines += ["## Results", ""]
+    for s in seeds:
+        res = sig[s]
+        m = res["metrics"]
+        by = {k: {r["system"]: r for r in v["rows"]} for k, v in m.items()}
+        header_row = ["System", "Arch", "Params", "Epochs (best)", "Best valid loss", "BLEU"]
+        header_row += ["chrF"] if "chrF" in m else []
+        header_row += ["tok-BLEU", "ΔBLEU", "p bs", "p ar"]
+        header_row += ["ΔchrF", "p bs (chrF)", "p ar (chrF)"] if "chrF" in m else []
+        header_row += ["Train wall (s)", "Train CPU (s)", "words/s (wall)", "words/CPU-s"]
+        rows = []
+        for r in (r for r in runs if r["seed"] == s):
+            st = stats[(r["name"], s)]
+            b = by["BLEU"][r["name"]]
+            arch = f"`{r['arch']}`" + (f" ({r['selected']})" if r.get("selected") else "")
+            row = [
+                r["name"],
+                arch,
+                fmt(st["params"]),
+                f"{fmt(st['epochs'])} ({fmt(st['best_epoch'])})",
+                fmt(st["best_loss"], "{:.3f}"),
+                f"{b['score']:.2f}",
+            ]
+            if "chrF" in m:
+                row.append(f"{by['chrF'][r['name']]['score']:.2f}")
+            row.append(f"{by['tok-BLEU'][r['name']]['score']:.2f}")
+            row += [fmt(b["delta"], "{:+.2f}"), fmt_p(b["p_bs"]), fmt_p(b["p_ar"])]
+            if "chrF" in m:
+                c = by["chrF"][r["name"]]
+                row += [fmt(c["delta"], "{:+.2f}"), fmt_p(c["p_bs"]), fmt_p(c["p_ar"])]
+            row += [fmt(st["wall"]), fmt(st["cpu"]), fmt(st["wps"]), fmt(per_cpu(st))]
+            rows.append(row)
+        lines += [
+            f"### Test 2016 flickr{f', seed {s}' if s else ''}",
+            "",
+            table(header_row, rows, text_cols=2),
+            "",
+            f"{res['sentences']} sentences; bootstrap {res['settings']['resamples']} resamples, "
+            f"approximate randomization {res['settings']['trials']} trials. Signatures:",
+            "",
+        ]
+        for k, v in m.items():
+            lines.append(f"- {k} ({v['description']}): `{v['signature_bs']}`")
+        lines.append("")
+    if len(seeds) > 1:
+        rows = []
+        for n in names:
+            vals = {
+                k: [
+                    {r["system"]: r for r in sig[s]["metrics"][k]["rows"]}[n]["score"]
+                    for s in seeds
+                ]
+                for k in sig[seeds[0]]["metrics"]
+            }
+            rows.append(
+                [n]
+                + [f"{statistics.mean(v):.2f} ± {statistics.stdev(v):.2f}" for k, v in vals.items()]
+            )
+        lines += [
+            "### Mean ± standard deviation over seeds",
+            "",
+            table(["System", *sig[seeds[0]]["metrics"].keys()], rows),
+            "",
+        ]
+
+    lines += ["## Reading", ""]
+    for s in seeds:
+        m = sig[s]["metrics"]
+        for r in m["BLEU"]["rows"][1:]:
+            c = (
+                {x["system"]: x for x in m["chrF"]["rows"]}.get(r["system"])
+                if "chrF" in m
+                else None
+            )
+            sig_bs, sig_ar = r["p_bs"] < 0.05, r["p_ar"] < 0.05
+            direction = "better" if r["delta"] > 0 else "worse"
+            if sig_bs and sig_ar:
+                verdict = f"significantly {direction} (both tests, p < 0.05)"
+            elif sig_bs or sig_ar:
+                verdict = "significant in one test only (p < 0.05): no firm difference"
+            else:
+                verdict = "not significantly different (p >= 0.05 in both tests)"
+            lines.append(
+                f"- {r['system']}{f' (seed {s})' if s else ''}: BLEU {r['delta']:+.2f} vs "
+                f"{baseline} (paired bootstrap p = {r['p_bs']:.4f}, approximate randomization "
+                f"p = {r['p_ar']:.4f}): {verdict}"
+                + (f"; chrF {c['delta']:+.2f} (p = {c['p_bs']:.4f})" if c else "")
+                + "."
+            )
+    lines += ["", "## Reference point", "", PUBLISHED_NMT, ""]
+
+    curves = None
+    return lines, runs, stats, curves
+
+
+def planned_budget(out, name):
+    """The '# Budget ...' paragraph of the first system's config (its copy OUT/NAME/config.sh)."""
+    lines, on = [], False
+    for line in read_text(Path(out) / name / "config.sh").splitlines():
+        if line.startswith("# Budget"):
+            on = True
+        if on:
+            if not line.startswith("#"):
+                break
+            lines.append(line[1:].strip())
+    return " ".join(lines)
+
+
+def budget_lines(runs, stats, extra_dirs=(), per="epoch", out=None):
+    total_wall = sum(s["wall"] or 0 for s in stats.values())
+    total_cpu = sum(s["cpu"] or 0 for s in stats.values())
+    for d in extra_dirs:
+        w, c = read_seconds(d)
+        total_wall += w or 0
+        total_cpu += c or 0
+    rows = []
+    for r in runs:
+        s = stats[(r["name"], r.get("seed", ""))]
+        if per == "epoch":
+            per_unit = (s["cpu"] / s["epochs"]) if s["cpu"] and s["epochs"] else None
+        else:
+            per_unit = (1000 * s["cpu"] / s["updates"]) if s["cpu"] and s["updates"] else None
+        rows.append(
+            [
+                r["name"] + (f" (seed {r['seed']})" if r.get("seed") else ""),
+                fmt(s["updates"]),
+                fmt(s["wall"]),
+                fmt(s["cpu"]),
+                fmt(per_unit),
+            ]
+        )
+    return [
+        "## Cost",
+        "",
+        table(
+            [
+                "Run",
+                "Updates",
+                "Train wall (s)",
+                "Train CPU (s)",
+                "CPU s / epoch" if per == "epoch" else "CPU s / 1000 updates",
+            ],
+            rows,
+        ),
+        "",
+        f"Training in total: {total_wall / 60:.1f} min wall, {total_cpu / 60:.1f} min CPU "
+        "(user + sys of fairseq-train, summed over resumed attempts"
+        + (", the losing selection candidates included" if extra_dirs else "")
+        + "). Decoding/evaluation not included. On a shared machine the wall time is inflated; "
+        "the CPU time is close to what one thread alone would take.",
+        "",
+    ] + (
+        [f"Planned (from `{runs[0]['name']}`'s config): {plan}", ""]
+        if out and (plan := planned_budget(out, runs[0]["name"]))
+        else []
+    )
+
+
+def write_nmt(out, doc, smoke):
+    lines, runs, stats, _ = nmt_doc(out, smoke)
+    # the losing selection candidates (the winner's run is part of its system's run)
+    cand_dirs = []
+    for f in sorted(Path(out).glob("*/selection.txt")):
+        rows = [ln.split("\t") for ln in f.read_text(encoding="utf-8").splitlines()]
+        winner = next((r[1] for r in rows if r[0] == "winner"), None)
+        cand_dirs += [
+            f.parent / "select" / r[0]
+            for r in rows
+            if r[0] not in ("winner", "epochs") and len(r) > 1 and r[1] != winner
+        ]
+    lines += budget_lines(runs, stats, cand_dirs, out=out)
+    curves = copy_curves(out, doc)
+    if curves:
+        lines += [
+            "## Learning curves",
+            "",
+            f"![validation loss vs epoch and updates]({curves})",
+            "",
+            f"TensorBoard logs (when run with --tensorboard): `tensorboard --logdir {out}/tensorboard`.",
+            "",
+        ]
+    lines += ["## Machine", "", machine(), ""]
+    lines += commands_section(out, runs)
+    return lines
+
+
+# --------------------------------------------------------------------------------------------
+# LM
+
+
+def eval_result(path):
+    text = read_text(path)
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("ppl: "):
+            out["ppl"] = float(line.split()[1])
+        elif line.startswith("loss: "):
+            out["loss"] = float(line.split()[1])
+        elif line.startswith("subset: "):
+            out["setting"] = line[len("subset: ") :]
+    return out
+
+
+def write_lm(out, doc, smoke):
+    runs = read_runs(out)
+    for r in runs:
+        r.setdefault("seed", "")
+    stats = {(r["name"], ""): run_stats(r["dir"]) for r in runs}
+    lines = header("WikiText-2 language modelling: stock vs compositional", smoke, out, "lm")
+    base = stats[(runs[0]["name"], "")]
+    facts = data_facts(runs[0]["dir"])
+    lines += [
+        "**Question** (issue 14): trained on the same tokens, does the compositional LM (the "
+        "paper's recipe scaled down: shared pre-norm layers, S = R = heads) model WikiText-2 as "
+        "well as a stock `transformer_lm` of the same size, and at what cost?",
+        "",
+        "## Setup",
+        "",
+        "- Data: WikiText-2, word level (v1 tokens) from `scripts/prepare-wikitext.sh 2`: "
+        + ", ".join(f"{k} {facts[k]:,} lines" for k in ("train", "valid") if k in facts)
+        + (f", dictionary {facts['dict']:,} types" if "dict" in facts else "")
+        + " (the full corpus: 36,718 training lines, 33,280 types with the specials).",
+        "- Models and training: configs/lm/wikitext2-study-*.sh (commands below); both see the "
+        "same number of updates of the same batches, so the same tokens.",
+        "- Evaluation: checkpoint_best.pt (lowest validation loss during training) with "
+        "`scripts/eval-lm.sh` (fairseq-eval-lm with --context-window: every token scored with at "
+        "least that much left context) on the full valid and test subsets.",
+        "",
+        "## Results",
+        "",
+    ]
+    rows = []
+    for r in runs:
+        s = stats[(r["name"], "")]
+        v = eval_result(Path(r["dir"]) / "eval-valid.txt")
+        t = eval_result(Path(r["dir"]) / "eval-test.txt")
+        dp = (
+            f"{100 * (s['params'] - base['params']) / base['params']:+.2f}%"
+            if s["params"] and base["params"]
+            else "-"
+        )
+        rows.append(
+            [
+                r["name"],
+                f"`{r['arch']}`",
+                fmt(s["params"]),
+                dp,
+                fmt(s["updates"]),
+                fmt(s["tokens"]),
+                fmt(v.get("ppl"), "{:.2f}"),
+                fmt(t.get("ppl"), "{:.2f}"),
+                fmt(s["wps"]),
+                fmt(per_cpu(s)),
+                fmt(s["wall"]),
+                fmt(s["cpu"]),
+            ]
+        )
+    setting = eval_result(Path(runs[0]["dir"]) / "eval-test.txt").get("setting", "")
+    lines += [
+        table(
+            [
+                "System",
+                "Arch",
+                "Params",
+                "vs baseline",
+                "Updates",
+                "Tokens trained",
+                "Valid ppl",
+                "Test ppl",
+                "Train tokens/s (wall)",
+                "Train tokens/CPU-s",
+                "Train wall (s)",
+                "Train CPU (s)",
+            ],
+            rows,
+            text_cols=2,
+        ),
+        "",
+        f"Evaluation: {setting}." if setting else "",
+        "",
+    ]
+    lines += budget_lines(runs, stats, per="1000 updates", out=out)
+    curves = copy_curves(out, doc)
+    if curves:
+        lines += [
+            "## Learning curves",
+            "",
+            f"![validation perplexity vs epoch and updates]({curves})",
+            "",
+            f"TensorBoard logs (when run with --tensorboard): `tensorboard --logdir {out}/tensorboard`.",
+            "",
+        ]
+    lines += ["## Machine", "", machine(), ""]
+    lines += commands_section(out, runs)
+    return lines
+
+
+def main(argv=None):
+    p = OneLineParser(
+        prog=PROG,
+        description="Write a study's results document from the outputs of scripts/compare-nmt.sh "
+        "(nmt) or scripts/compare-lm.sh (lm).",
+    )
+    p.add_argument("kind", choices=["nmt", "lm"], help="which study")
+    p.add_argument("out", help="the study's output folder (compare-*.sh --out)")
+    p.add_argument("--doc", required=True, help="the markdown document to write")
+    p.add_argument(
+        "--smoke", action="store_true", help='label the document "smoke run, not results"'
+    )
+    args = p.parse_args(argv)
+    if not Path(args.out).is_dir():
+        p.error(f"{args.out}: no such directory")
+    doc = Path(args.doc)
+    try:
+        lines = (write_nmt if args.kind == "nmt" else write_lm)(args.out, doc, args.smoke)
+    except ReportError as exc:
+        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        return 2
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+    print(f"{PROG}: wrote {doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
