@@ -77,21 +77,7 @@ done
 command -v fairseq-train >/dev/null || die "fairseq-train not found (run scripts/setup.sh)"
 
 # Fail fast on an unknown --arch.
-arch_check=$(python - "$root" "$preset" 2>&1 <<'PY'
-import sys
-sys.path.insert(0, sys.argv[1])
-try:
-    import fairseq_plugins  # noqa: F401
-except Exception as e:
-    print(f"importing fairseq_plugins failed: {type(e).__name__}: {e}")
-    sys.exit(1)
-from fairseq.models import ARCH_MODEL_NAME_REGISTRY as R
-if R.get(sys.argv[2]) != "tagging_transformer":
-    archs = " ".join(sorted(a for a, m in R.items() if m == "tagging_transformer"))
-    print(f"unknown tagging --arch {sys.argv[2]} (registered: {archs})")
-    sys.exit(1)
-PY
-) || die "$(tail -n 1 <<<"$arch_check")"
+arch_check=$(python "$root/scripts/check-arch.py" "$preset" --model tagging_transformer --what tagging 2>&1) || die "$(tail -n 1 <<<"$arch_check")"
 
 if [[ -z $warmup ]]; then
   warmup=$((max_update / 10 < 4000 ? max_update / 10 : 4000))
