@@ -129,7 +129,11 @@ def held_columns():
 
 def main_table(stats):
     held = held_columns()
-    head = ["row (preset)"] + [label for _, label in COLUMNS] + ["Avg. ours", "Avg. paper"]
+    head = (
+        ["row (preset)"]
+        + [label for _, label in COLUMNS]
+        + ["Avg. ours", "Avg. paper (same cells)"]
+    )
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     best = {}
     for c in held:
@@ -153,12 +157,15 @@ def main_table(stats):
             else:
                 text = "–"
             if paper:
-                paper_vals.append(paper[c])
+                if (preset, c) in stats:
+                    paper_vals.append(paper[c])
                 text += f"<br>*paper {paper[c]:.3f}*"
             cells.append(text)
         complete = len(ours_means) == len(held)
         avg = statistics.fmean(ours_means) if ours_means else None
         cells.append("–" if avg is None else f"{avg:.3f}" + ("" if complete else " (partial)"))
+        if paper and not paper_vals:  # nothing of ours yet: the paper over the 9 columns
+            paper_vals = [paper[c] for c in held]
         cells.append(f"{statistics.fmean(paper_vals):.3f}" if paper_vals else "–")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -278,7 +285,7 @@ def chart(stats, path):
     cols = held_columns()
     rows = [(p, n) for p, n in ROWS if any((p, c) in stats for c in cols)] or ROWS
     width = 0.8 / len(rows)
-    fig, ax = plt.subplots(figsize=(13, 4.8))
+    fig, ax = plt.subplots(figsize=(13, 5.4))
     for i, (p, name) in enumerate(rows):
         xs = [j - 0.4 + width * (i + 0.5) for j in range(len(cols))]
         ys = [stats[p, c][0] if (p, c) in stats else 0 for c in cols]
@@ -294,20 +301,26 @@ def chart(stats, path):
                 zorder=3,
                 label="paper" if i == 0 else None,
             )
-        for x, c in zip(xs, cols):
-            if (p, c) not in stats:
-                ax.text(x, 0.01, "·", ha="center", color=bars.patches[0].get_facecolor())
+        ran = [(x, c) for x, c in zip(xs, cols) if (p, c) in stats]
+        ax.scatter(  # a dot at the foot of every cell that has runs (shows accuracy 0)
+            [x for x, _ in ran],
+            [0.012] * len(ran),
+            marker=".",
+            s=18,
+            color=bars.patches[0].get_facecolor(),
+            zorder=4,
+        )
     ax.set_xlim(-0.5, len(cols) - 0.5)
     ax.set_xticks(range(len(cols)))
     ax.set_xticklabels([dict(COLUMNS)[c] for c in cols])
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("sequence accuracy (test / gen split)")
     ax.set_title(
-        "Ontañón et al. small-2 rows, our reduced budget (bars, ± std over seeds) vs the paper "
-        "(black marks)",
-        fontsize=10,
+        "Ontañón et al. small-2 rows: ours at a reduced budget (bars, ± std over seeds; a dot at "
+        "the foot = cell has runs, none = not run yet) vs the paper (black marks)",
+        fontsize=9,
     )
-    ax.legend(fontsize="small", ncol=4, loc="upper right")
+    ax.legend(fontsize="small", ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.08))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -337,7 +350,8 @@ def generated(rows, stats, cat_rows):
         "training). `–` = not run yet. *no data*: PCFG and CFQ are not in ../shared/data. "
         "*pending*: COGS tagging model being built by another engineer. Avg. ours = mean over "
         "the 9 columns we run (partial while cells are missing); Avg. paper = the paper's mean "
-        "over the same 9 columns (not its printed 12-column Avg.).",
+        "over the same cells as ours (all 9 columns when the grid is complete; not its printed "
+        "12-column Avg.).",
         "",
         progress(rows, plan_total()),
         "### COGS (seq2seq) per generalisation category",
