@@ -108,6 +108,7 @@ def read_csv(path):
         try:
             r["accuracy"] = float(r["accuracy"])
             r["wall_seconds"] = float(r["wall_seconds"] or 0)
+            r["cpu_seconds"] = float(r.get("cpu_seconds") or "nan")
         except (KeyError, ValueError):
             raise ReportError(f"{path}:{n}: bad accuracy or wall_seconds") from None
     return rows
@@ -174,6 +175,12 @@ def main_table(stats):
 def progress(rows, plan_total):
     n = len(rows)
     wall = sum(r["wall_seconds"] for r in rows)
+    cpu_rows = [r["cpu_seconds"] for r in rows if r["cpu_seconds"] == r["cpu_seconds"]]
+    cpu = (
+        f"; CPU time {sum(cpu_rows) / 3600:.2f} h over the {len(cpu_rows)} runs that record it"
+        if cpu_rows
+        else ""
+    )
     per = {}
     for r in rows:
         per.setdefault(r["seed"], 0)
@@ -181,19 +188,21 @@ def progress(rows, plan_total):
     rounds = ", ".join(f"seed {s}: {per[s]}" for s in sorted(per))
     return (
         f"Runs recorded: {n} of {plan_total} planned ({rounds or 'none'}); "
-        f"total wall time {wall / 3600:.2f} h ({wall:.0f} s, one core each).\n"
+        f"total wall time {wall / 3600:.2f} h ({wall:.0f} s, one thread each){cpu}.\n"
     )
 
 
 def wall_table(rows):
     lines = [
-        "| seed | task | preset | updates | accuracy | wall s | threads | finished |",
-        "|---|---|---|---|---|---|---|---|",
+        "| seed | task | preset | updates | accuracy | wall s | CPU s | threads | finished |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['seed']} | {r['task']} | {r['preset']} | {r['updates']} | "
-            f"{r['accuracy']:.4f} | {r['wall_seconds']:.0f} | {r.get('threads', '')} | "
+            f"{r['accuracy']:.4f} | {r['wall_seconds']:.0f} | "
+            f"{'–' if r['cpu_seconds'] != r['cpu_seconds'] else format(r['cpu_seconds'], '.0f')} | "
+            f"{r.get('threads', '')} | "
             f"{r['date']} |"
         )
     return "\n".join(lines) + "\n"

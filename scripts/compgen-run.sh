@@ -16,9 +16,10 @@ TASK    a scripts/compgen-data.py task: add addneg reverse dup cart inters scan-
 For every seed: fairseq-train (--task translation_accuracy --eval-accuracy, best checkpoint by
 valid sequence accuracy), fairseq-generate on the task's test split (COGS: gen) with the best
 checkpoint, scripts/seq-accuracy.py, and one row appended to the results CSV:
-preset,task,seed,updates,accuracy,wall_seconds,date,split,n_test,n_train,beam,extra_args,threads
-(accuracy: fraction 0..1; wall_seconds: training + generation, summed over resumed pieces;
-threads: OMP_NUM_THREADS of the run).
+preset,task,seed,updates,accuracy,wall_seconds,date,split,n_test,n_train,beam,extra_args,threads,
+cpu_seconds (accuracy: fraction 0..1; wall_seconds: training + generation, summed over resumed
+pieces; threads: OMP_NUM_THREADS of the run; cpu_seconds: user + system CPU time of the same
+commands, which unlike the wall time does not grow when other jobs share the CPU).
 
 Options:
   --seeds N          seeds 1..N (default 1; the paper averages 5 repetitions)
@@ -179,13 +180,21 @@ sys.exit(1)
 PY
 }
 
-# Wall time of a seed, summed over the pieces of an interrupted and resumed run: every piece
-# (also one ended by a signal) appends its seconds to $run_dir/wall.pieces.
-piece_start="" piece_dir=""
+# Wall and CPU time of a seed, summed over the pieces of an interrupted and resumed run: every
+# piece (also one ended by a signal) appends its seconds to $run_dir/wall.pieces and
+# $run_dir/cpu.pieces. CPU: user + system time of this shell's finished children (cutime and
+# cstime of /proc/$$/stat; $$ is this shell also inside $(...)).
+clk_tck=$(getconf CLK_TCK)
+children_cpu() {
+  awk -v hz="$clk_tck" '{ sub(/^.*\) /, ""); printf "%.2f\n", ($14 + $15) / hz }' "/proc/$$/stat"
+}
+piece_start="" piece_cpu="" piece_dir=""
 end_piece() {
   if [[ -n $piece_start && -n $piece_dir && -d $piece_dir ]]; then
     python -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
       "$piece_start" "$(date +%s.%N)" >>"$piece_dir/wall.pieces"
+    python -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
+      "$piece_cpu" "$(children_cpu)" >>"$piece_dir/cpu.pieces"
   fi
   piece_start=""
 }
@@ -207,7 +216,7 @@ for ((seed = first_seed; seed <= last_seed; seed++)); do
   fi
   ((resume)) || rm -rf "$run_dir"
   mkdir -p "$run_dir"
-  piece_dir=$run_dir piece_start=$(date +%s.%N)
+  piece_dir=$run_dir piece_start=$(date +%s.%N) piece_cpu=$(children_cpu)
   if ((resume)) && [[ -f $run_dir/.trained ]]; then
     echo "compgen-run.sh: $preset $task seed $seed: training already finished, evaluating" >&2
   else
@@ -242,17 +251,18 @@ for ((seed = first_seed; seed <= last_seed; seed++)); do
     tee "$run_dir/accuracy.txt" >&2
   end_piece
   wall=$(python -c "import sys; print(f'{sum(float(x) for x in open(sys.argv[1])):.1f}')" "$run_dir/wall.pieces")
+  cpu=$(python -c "import sys; print(f'{sum(float(x) for x in open(sys.argv[1])):.1f}')" "$run_dir/cpu.pieces")
   python - "$csv" "$run_dir/accuracy.json" "$preset" "$task" "$seed" "${updates:-0}" "$wall" \
-    "$split" "$n_test" "$n_train" "$beam" "${extra[*]:-}" "$threads" <<'PY' || die "could not append to $csv"
+    "$split" "$n_test" "$n_train" "$beam" "${extra[*]:-}" "$threads" "$cpu" <<'PY' || die "could not append to $csv"
 import csv, datetime, json, os, sys
 path, acc_json, *fields = sys.argv[1:]
 acc = json.load(open(acc_json))["accuracy"]
 header = ["preset", "task", "seed", "updates", "accuracy", "wall_seconds", "date", "split",
-          "n_test", "n_train", "beam", "extra_args", "threads"]
-preset, task, seed, updates, wall, split, n_test, n_train, beam, extra, threads = fields
+          "n_test", "n_train", "beam", "extra_args", "threads", "cpu_seconds"]
+preset, task, seed, updates, wall, split, n_test, n_train, beam, extra, threads, cpu = fields
 row = [preset, task, seed, updates, f"{acc:.6f}", wall,
        datetime.datetime.now().isoformat(timespec="seconds"), split, n_test, n_train, beam, extra,
-       threads]
+       threads, cpu]
 new = not os.path.exists(path) or os.path.getsize(path) == 0
 if not new:
     with open(path, newline="") as f:
@@ -274,6 +284,6 @@ with open(path, "a", newline="") as f:
         w.writerow(header)
     w.writerow(row)
 PY
-  echo "compgen-run.sh: $preset $task seed $seed: accuracy $(python -c "import json,sys; print(json.load(open(sys.argv[1]))['accuracy'])" "$run_dir/accuracy.json") after $updates updates, ${wall}s -> $csv" >&2
+  echo "compgen-run.sh: $preset $task seed $seed: accuracy $(python -c "import json,sys; print(json.load(open(sys.argv[1]))['accuracy'])" "$run_dir/accuracy.json") after $updates updates, ${wall}s (CPU ${cpu}s) -> $csv" >&2
 done
 }; exit

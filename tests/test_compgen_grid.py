@@ -127,7 +127,7 @@ def test_report_renders_table_categories_and_chart(tmp_path):
     assert "**0.500 ± 0.354 (2)**<br>*paper 0.005*" in row and "pending" in row
     assert "no data<br>*paper 0.174*" in row
     assert "| pp_recursion | 0.000 | pending |" in text
-    assert "| 2 | add | compgen_abs | 9 | 0.7500 | 30 | 1 | d |" in text
+    assert "| 2 | add | compgen_abs | 9 | 0.7500 | 30 | – | 1 | d |" in text
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert len(list(csv.DictReader(cats.open()))) == 2
     # Lost run folders keep their rows in the categories CSV.

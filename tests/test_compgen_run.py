@@ -119,6 +119,7 @@ def test_resume_skips_recorded_and_only_evaluates_a_finished_training(tmp_path):
     run(args, env=ENV)
     rows = list(csv.DictReader(results.open()))
     assert [(r["seed"], r["updates"], r["threads"]) for r in rows] == [("2", "6", "1")]
+    assert float(rows[0]["cpu_seconds"]) > 1
     run_dir = out / "runs" / PRESET / "reverse-small" / "seed2"
     assert (run_dir / ".trained").is_file() and (out / "data" / "reverse-small-s1" / "bin").is_dir()
     assert not list((out / "data").glob("*.partial"))
@@ -137,10 +138,14 @@ def test_resume_skips_recorded_and_only_evaluates_a_finished_training(tmp_path):
     assert len(rows) == 1 and rows[0]["updates"] == "6"
     assert float(rows[0]["wall_seconds"]) > 0
     assert len((run_dir / "wall.pieces").read_text().split()) == 2  # wall summed over 2 pieces
+    cpu = [float(x) for x in (run_dir / "cpu.pieces").read_text().split()]
+    assert len(cpu) == 2 and cpu[0] > 1  # the first piece trained (CPU of fairseq-train)
+    assert float(rows[0]["cpu_seconds"]) == pytest.approx(sum(cpu), abs=0.2)
 
 
 def test_old_csv_gets_the_threads_column(tmp_path):
     """Appending to a CSV written before the threads column rewrites its header (cheap check:
     the writer is exercised through a recorded run in the slow tests; here only the header)."""
     text = RUN.read_text()
-    assert '"extra_args", "threads"]' in text and "old[0] != header[: len(old[0])]" in text
+    assert '"extra_args", "threads", "cpu_seconds"]' in text
+    assert "old[0] != header[: len(old[0])]" in text
