@@ -140,10 +140,12 @@ def build_official(dot):
 
 
 def build_rel(mode):
+    from fairseq_plugins.modules.relative_positions import build_relative_positions
     from fairseq_plugins.modules.sdpa_multihead_attention import SDPAMultiheadAttention
 
     def build():
-        m = SDPAMultiheadAttention(D, H, self_attention=True, rel_pos=mode, rel_pos_radius=16)
+        rel = build_relative_positions(mode, 16, D // H, H)
+        m = SDPAMultiheadAttention(D, H, self_attention=True, relative_positions=rel)
         return m, attention_call(m), 1
 
     return build
@@ -170,7 +172,7 @@ def build_stock_layer():
 
 
 def build_graph(fusion, half):
-    from fairseq_plugins.modules.graph_encoder_layer import GraphEncoderLayer
+    from fairseq_plugins.modules.graph_encoder import GraphEncoderLayer
     from fairseq_plugins.variant_config import VariantConfig
 
     def build():

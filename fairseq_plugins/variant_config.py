@@ -10,16 +10,19 @@ from typing import Optional
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 
-from .cli_errors import PluginConfigError
+from .errors import PluginConfigError
+from .modules.attention_registry import ATTENTION_TYPES
+from .modules.compositional_attention import RETRIEVAL_SCORINGS
+from .modules.copy_generator import COPY_PROJECTIONS
+from .modules.graph_encoder import FUSIONS
+from .modules.relative_positions import REL_POS_MODES
 
-ATTENTION_TYPES = ["multihead", "compositional"]
-REL_POS_CHOICES = ["none", "e", "b", "eb"]
-GRAPH_FUSIONS = ["sum", "weight-gate", "self-gate"]
+GRAPH_FUSIONS = list(FUSIONS)
 
 
 @dataclass
 class VariantConfig(FairseqDataclass):
-    attention_type: ChoiceEnum(ATTENTION_TYPES) = field(
+    attention_type: ChoiceEnum(list(ATTENTION_TYPES)) = field(
         default="multihead",
         metadata={"help": "attention of every layer: fairseq's multi-head or compositional"},
     )
@@ -50,14 +53,48 @@ class VariantConfig(FairseqDataclass):
     retrieval_qk_dim: int = field(
         default=32, metadata={"help": "retrieval query/key dimension d_s"}
     )
-    retrieval_scoring: ChoiceEnum(["dot", "mlp"]) = field(
-        default="dot", metadata={"help": "value scores by dot product or a small MLP"}
+    retrieval_scoring: ChoiceEnum(list(RETRIEVAL_SCORINGS)) = field(
+        default="dot",
+        metadata={
+            "help": "value scores c_ij: dot (q_i . O_ij W_rk), mlp (a small network on "
+            "[O_ij ; q_i]) or learned-key (q_i . key_j with R learned keys, independent of O_ij: "
+            "the official compositional_attention_func.py)"
+        },
     )
-    retrieval_mlp_hidden: int = field(
-        default=0, metadata={"help": "hidden ReLU width of the mlp scorer (0: linear)"}
+    retrieval_mlp_hidden: Optional[int] = field(
+        default=None,
+        metadata={
+            "help": "hidden ReLU width of the mlp scorer (default: d_s, the official "
+            "nonlinear=True; 0: linear, which ignores the query: its term is the same for every "
+            "retrieval and cancels in the softmax)"
+        },
+    )
+    retrieval_query_from_search: bool = field(
+        default=False,
+        metadata={
+            "help": "retrieval query q_i from the search query Q_i / sqrt(d_h) through one "
+            "Linear(d_h, d_s) shared by the searches, instead of from the layer input "
+            "(the official --q-compose)"
+        },
+    )
+    retrieval_gumbel: bool = field(
+        default=False,
+        metadata={
+            "help": "in training, value scores by Gumbel-softmax (soft) over the retrievals: "
+            "softmax((logits + Gumbel noise) / temperature); plain softmax at evaluation and "
+            "decoding (the official --gumbel, as issue 12 describes it)"
+        },
+    )
+    retrieval_gumbel_temperature: float = field(
+        default=1.0,
+        metadata={"help": "temperature of --retrieval-gumbel (> 0; the official 1.0)"},
     )
     compositional_attn_dim: Optional[int] = field(
-        default=None, metadata={"help": "total retrieval value width R*d_v (default: model dim)"}
+        default=None,
+        metadata={
+            "help": "total value width of the R retrievals, R*d_v (the official code's name; "
+            "default: the attention width, so d_v = d/R)"
+        },
     )
     share_encoder_layers: bool = field(
         default=False, metadata={"help": "all encoder layers share one set of parameters"}
@@ -65,7 +102,7 @@ class VariantConfig(FairseqDataclass):
     share_decoder_layers: bool = field(
         default=False, metadata={"help": "all decoder layers share one set of parameters"}
     )
-    rel_pos: ChoiceEnum(REL_POS_CHOICES) = field(
+    rel_pos: ChoiceEnum(list(REL_POS_MODES)) = field(
         default="none",
         metadata={"help": "relative positions in self-attention: e (embeddings), b (bias), eb"},
     )
@@ -84,6 +121,18 @@ class VariantConfig(FairseqDataclass):
     copy_decoder: bool = field(
         default=False,
         metadata={"help": "mix a copy distribution over source tokens into the output"},
+    )
+    copy_projection: ChoiceEnum(list(COPY_PROJECTIONS)) = field(
+        default="none",
+        metadata={
+            "help": "second copy decoder (official COPY_DECODER2): map the copy distribution "
+            "V -> V (full, or low-rank through --copy-projection-dim) and softmax it before the "
+            "mix; none: the first copy decoder"
+        },
+    )
+    copy_projection_dim: Optional[int] = field(
+        default=None,
+        metadata={"help": "rank r of --copy-projection low-rank (default: the decoder dim d)"},
     )
     graph_encoder: bool = field(
         default=False,
@@ -114,14 +163,18 @@ class VariantConfig(FairseqDataclass):
         return options
 
     def validate(self):
+        """Choices and dependencies between options. Widths and counts are checked by the modules
+        that use them (the attention builder names the flags)."""
+        types = list(ATTENTION_TYPES)
         checks = [
-            ("attention_type", ATTENTION_TYPES),
-            ("encoder_attention_type", ATTENTION_TYPES + [None]),
-            ("decoder_attention_type", ATTENTION_TYPES + [None]),
-            ("cross_attention_type", ATTENTION_TYPES + [None]),
-            ("rel_pos", REL_POS_CHOICES),
-            ("retrieval_scoring", ["dot", "mlp"]),
+            ("attention_type", types),
+            ("encoder_attention_type", types + [None]),
+            ("decoder_attention_type", types + [None]),
+            ("cross_attention_type", types + [None]),
+            ("rel_pos", list(REL_POS_MODES)),
+            ("retrieval_scoring", list(RETRIEVAL_SCORINGS)),
             ("graph_fusion", GRAPH_FUSIONS),
+            ("copy_projection", list(COPY_PROJECTIONS)),
         ]
         for name, choices in checks:
             if getattr(self, name) not in choices:
@@ -130,22 +183,17 @@ class VariantConfig(FairseqDataclass):
                     f"--{name.replace('_', '-')}: unknown value {getattr(self, name)!r} "
                     f"(choose from {shown})"
                 )
-        for name in ("num_searches", "num_retrievals", "compositional_attn_dim"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise PluginConfigError(f"--{name.replace('_', '-')} must be >= 1 (got {value})")
-        if self.retrieval_qk_dim < 1:
-            raise PluginConfigError(
-                f"--retrieval-qk-dim must be >= 1 (got {self.retrieval_qk_dim})"
-            )
-        if self.retrieval_mlp_hidden < 0:
-            raise PluginConfigError(
-                f"--retrieval-mlp-hidden must be >= 0 (got {self.retrieval_mlp_hidden})"
-            )
-        if self.rel_pos != "none" and self.rel_pos_radius < 1:
-            raise PluginConfigError(f"--rel-pos-radius must be >= 1 (got {self.rel_pos_radius})")
         if self.rel_pos_cross and self.rel_pos == "none":
             raise PluginConfigError("--rel-pos-cross needs --rel-pos e, b or eb")
+        if self.copy_projection != "none" and not self.copy_decoder:
+            raise PluginConfigError("--copy-projection needs --copy-decoder")
+        if self.copy_projection_dim is not None:
+            if self.copy_projection != "low-rank":
+                raise PluginConfigError("--copy-projection-dim needs --copy-projection low-rank")
+            if self.copy_projection_dim < 1:
+                raise PluginConfigError(
+                    f"--copy-projection-dim must be >= 1 (got {self.copy_projection_dim})"
+                )
 
     def attention_type_for(self, role):
         """role: encoder, decoder, cross or graph (graph layers follow the encoder)."""

@@ -149,7 +149,7 @@ done
 
 echo "compare-nmt.sh: significance of ${names[*]:1} against ${names[0]}" >&2
 tok_flag=(--tokenized); [[ $tokenized == 0 ]] && tok_flag=()
-python "$root/scripts/bleu_significance.py" "${hyps[@]}" --names "${names[@]}" \
+python "$root/scripts/bleu-significance.py" "${hyps[@]}" --names "${names[@]}" \
   ${tok_flag[@]+"${tok_flag[@]}"} --lang "$TGT" --format markdown --json "$out/significance.json" \
   ${sig_args[@]+"${sig_args[@]}"} > "$out/significance.md" \
   || die "significance test failed"

@@ -25,8 +25,8 @@ Splits (defaults: 200,000 train; valid = test size; 512 test for add/addneg, 1,0
   test    the harder (longer) split, distinct sources; disjoint from train by construction and
           checked.
 
-Loaders of the published data (read from --raw-dir, default ../shared/data/<name> beside the
-repository):
+Loaders of the published data (read from --raw-dir, default the corpus folder that
+fairseq_plugins/corpora.py finds: $FAIRSEQ_PLUGINS_DATA, ../shared/data or ./corpora):
   scan-length            SCAN length split (Lake & Baroni 2018); valid held out of the train file
   scan-addjump           SCAN add-primitive "jump" split; the test file
                          (add_prim_split/tasks_test_addprim_jump.txt) is held out of the shipped
@@ -40,6 +40,45 @@ repository):
   pcfg-productivity      PCFG SET (Hupkes et al. 2020); not shipped here: --raw-dir DIR with the
   pcfg-systematicity     published {train,dev,test}.{src,tgt}, or downloaded when online
 
+  cfq-SPLIT              CFQ (Keysers et al. 2020), SPLIT a file of the release's splits/ (mcd1,
+                         mcd2, mcd3, random_split, ...); not shipped here: --raw-dir DIR with the
+                         published dataset.json and splits/SPLIT.json (see load_cfq)
+
+Options of the official generators (google-research seq2seq.ipynb, /work/shared/OFFICIAL-ONTANON.md
+section 4). The paper's runs use none of them; each is off by default, and the default output is
+unchanged byte for byte. Each refuses the tasks it does not apply to.
+  --alignment-tokens     add, addneg: every token of a (padded, 12-token) operand is followed by a
+                         position marker P<k>, k counting down from 12 to 1:
+                         `0 P12 ... 1 P3 2 P2 3 P1 [SEP] 0 P12 ... 5 P1`; the sum has no markers.
+                         The numbers drawn are those of the run without the option. (The official
+                         vocabulary lacks P12, so the notebook as written would fail with it on;
+                         fairseq builds its dictionary from the data, so no such problem here.)
+  --dup-variant V        dup (the official `variableduplication`): 0 (default, the paper):
+                         `digits` -> `digits digits`. 1: n uniform in 1..4, input `n [SEP] digits`
+                         with n one digit token, output the digits n times. 2: as 1 with n written
+                         in unary, n tokens `1`: `1 1 1 [SEP] 4 7` -> `4 7 4 7 4 7`. 3: as 2, but
+                         the test split draws n from 5..6 (with its longer strings). Our choice
+                         where the notes are silent: the digits are drawn first, then n.
+  --reverse-cart         cart (the official `reverse`): source and target swapped, the product
+                         list `x1 y1 [SEP] x2 y1 ...` in, `s1 [SEP] s2` out (our product order and
+                         separators; the official list has set1 outer and a [SEP] after every
+                         pair). Sets are drawn with replacement, so some product lists have more
+                         than one answer (`1 a [SEP] 1 a` is 1 x a,a or 1,1 x a), as in the
+                         official code: 812 of 20,000 training draws (seed 1), 3 of 20,000 test
+                         draws.
+  --keep-all-steps       scan-*: each instance (a list of step sequences) becomes the pairs
+                         step_i -> step_i+1 instead of first -> last. SCAN instances have exactly
+                         two steps (command, actions), so the data are the same with or without
+                         it, as in the official code (where it is also not passed through by the
+                         length and add-jump wrappers); kept for parity.
+  --map-output-to-input  scan-*: the actions I_WALK I_JUMP I_LOOK I_RUN are written walk jump look
+                         run (I_TURN_LEFT / I_TURN_RIGHT unchanged), so that with a joined
+                         dictionary an action is the same symbol as its command word (copyable).
+  --cfq-im               cfq-*: the targets in the CFQ-im intermediate representation (cartesian
+                         products compressed; fairseq_plugins/data/cfq_im.py), the original
+                         queries in SPLIT.sparql.
+Non-default options are recorded in meta.json under "options".
+
 Every OUTDIR gets SPLIT.src / SPLIT.tgt (space-separated tokens, one example a line) and
 meta.json: counts, the split to report (`eval_split`: test, gen for COGS, null when absent) and
 its category file if any. --small (or explicit --train/--valid/--test) makes smaller sets.
@@ -47,6 +86,7 @@ its category file if any. --small (or explicit --train/--valid/--test) makes sma
 
 import argparse
 import gzip
+import importlib.util
 import json
 import os
 import random
@@ -56,7 +96,10 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = ROOT.parent / "shared" / "data"
+# the corpora's one resolution ($FAIRSEQ_PLUGINS_DATA, ../shared/data, ./corpora), by path: stdlib only
+_spec = importlib.util.spec_from_file_location("_corpora", ROOT / "fairseq_plugins" / "corpora.py")
+corpora = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(corpora)
 
 ALGORITHMIC = ("add", "addneg", "reverse", "dup", "cart", "inters")
 SMALL = {"train": 1000, "valid": 100, "test": 100}
@@ -159,6 +202,62 @@ GENERATORS = {
 }
 
 
+def alignment_markers(operand):
+    """`--alignment-tokens`: each token followed by P<k>, k counting down to 1."""
+    out = []
+    for k, tok in zip(range(len(operand), 0, -1), operand):
+        out += [tok, f"P{k}"]
+    return out
+
+
+def gen_dup_variable(rng, hard, index, variant):
+    """`--dup-variant` 1-3 (the official `variableduplication`): repeat the digits n times."""
+    s = _digits(rng, hard)
+    n = rng.randint(5, 6) if hard and variant == 3 else rng.randint(1, 4)
+    prefix = [str(n)] if variant == 1 else ["1"] * n
+    return prefix + ["[SEP]"] + s, s * n
+
+
+# Options of the official generators: flag -> (tasks it applies to, default value).
+OPTIONS = {
+    "alignment_tokens": (("add", "addneg"), False),
+    "dup_variant": (("dup",), 0),
+    "reverse_cart": (("cart",), False),
+    "keep_all_steps": (("scan-",), False),
+    "map_output_to_input": (("scan-",), False),
+    "cfq_im": (("cfq-",), False),
+}
+
+
+def make_generator(task, options=None):
+    """The generator of task with the official options applied (None: the plain generator)."""
+    options = options or {}
+    gen = GENERATORS[task]
+    if options.get("alignment_tokens"):
+        base = gen
+
+        def gen(rng, hard, index):
+            src, tgt = base(rng, hard, index)
+            sep = src.index("[SEP]")
+            marked = alignment_markers(src[:sep]) + ["[SEP]"] + alignment_markers(src[sep + 1 :])
+            return marked, tgt
+
+    if options.get("dup_variant"):
+        variant = options["dup_variant"]
+
+        def gen(rng, hard, index):
+            return gen_dup_variable(rng, hard, index, variant)
+
+    if options.get("reverse_cart"):
+        base = gen
+
+        def gen(rng, hard, index):
+            src, tgt = base(rng, hard, index)
+            return tgt, src
+
+    return gen
+
+
 def draw(gen, rng, n, hard, exclude=(), distinct=False):
     """n examples of gen; with distinct, no repeated source and none whose source is in exclude."""
     out, seen = [], set(exclude)
@@ -179,8 +278,8 @@ def draw(gen, rng, n, hard, exclude=(), distinct=False):
     return out
 
 
-def generate(task, counts, seed):
-    gen = GENERATORS[task]
+def generate(task, counts, seed, options=None):
+    gen = make_generator(task, options)
     # One RNG stream per split (str seeds hash deterministically, independent of PYTHONHASHSEED).
     train = draw(gen, random.Random(f"{task}/{seed}/train"), counts["train"], hard=False)
     train_src = {" ".join(s) for s, _ in train}
@@ -218,6 +317,26 @@ def read_scan(path):
     return pairs
 
 
+SCAN_ACTION_WORDS = {"I_WALK": "walk", "I_JUMP": "jump", "I_LOOK": "look", "I_RUN": "run"}
+
+
+def instance_pairs(steps, keep_all_steps=False):
+    """Training pairs of one instance (a list of step sequences), as the official SCAN loader.
+
+    keep_all_steps: step_i -> step_i+1 for every i; otherwise first -> last only.
+    """
+    if len(steps) < 2:
+        raise ValueError("an instance needs at least two steps")
+    if keep_all_steps:
+        return [(steps[i], steps[i + 1]) for i in range(len(steps) - 1)]
+    return [(steps[0], steps[-1])]
+
+
+def map_output_to_input(pairs):
+    """`--map-output-to-input`: SCAN actions written as their command words."""
+    return [(s, [SCAN_ACTION_WORDS.get(t, t) for t in tgt]) for s, tgt in pairs]
+
+
 def hold_out(pairs, n_valid, rng):
     """Split pairs into (rest, held-out valid of n_valid) with a seeded shuffle.
 
@@ -245,18 +364,24 @@ def subsample(pairs, n, rng, extra=None):
     return (picked, [extra[i] for i in keep]) if extra is not None else picked
 
 
-def load_scan(task, raw, counts, seed, explicit):
+def load_scan(task, raw, counts, seed, explicit, options=None):
+    options = options or {}
     rng = random.Random(f"{task}/{seed}")
     cats = {}
+    keep = options.get("keep_all_steps", False)
+
+    def read(path):  # every SCAN line is a two-step instance [command, actions]
+        return [p for s, t in read_scan(path) for p in instance_pairs([s, t], keep)]
+
     if task == "scan-length":
-        train = read_scan(raw / "length_split" / "tasks_train_length.txt")
-        test = read_scan(raw / "length_split" / "tasks_test_length.txt")
+        train = read(raw / "length_split" / "tasks_train_length.txt")
+        test = read(raw / "length_split" / "tasks_test_length.txt")
         n_valid = counts["valid"] if explicit["valid"] else len(train) // 10
         train, valid = hold_out(train, n_valid, rng)
     elif task == "scan-addjump":
-        train = read_scan(raw / "add_prim_split" / "tasks_train_addprim_jump.txt")
+        train = read(raw / "add_prim_split" / "tasks_train_addprim_jump.txt")
         test_file = raw / "add_prim_split" / "tasks_test_addprim_jump.txt"
-        test = read_scan(test_file) if test_file.is_file() else None
+        test = read(test_file) if test_file.is_file() else None
         if test is None:
             print(
                 f"compgen-data: scan-addjump: the test file {test_file} is held out of this copy "
@@ -274,7 +399,7 @@ def load_scan(task, raw, counts, seed, explicit):
             ) from None
         if not 22 <= cutoff <= 40:
             raise DataError(f"bad task {task!r}: cutoff {cutoff} outside 22..40")
-        pairs = read_scan(raw / "tasks.txt")
+        pairs = read(raw / "tasks.txt")
         short = [p for p in pairs if len(p[1]) <= cutoff]
         test = [p for p in pairs if len(p[1]) > cutoff]
         rng.shuffle(short)
@@ -286,6 +411,8 @@ def load_scan(task, raw, counts, seed, explicit):
     for name in list(splits):
         if explicit[name]:
             splits[name] = subsample(splits[name], counts[name], rng)
+        if options.get("map_output_to_input"):
+            splits[name] = map_output_to_input(splits[name])
     return splits, cats, ("test" if test is not None else None)
 
 
@@ -386,7 +513,104 @@ def load_pcfg(task, raw, counts, seed, explicit, download_dir, allow_download):
     return splits, {}, "test"
 
 
+def _load_cfq_im():
+    # By path: importing the package fairseq_plugins would import fairseq and torch.
+    path = ROOT / "fairseq_plugins" / "data" / "cfq_im.py"
+    spec = importlib.util.spec_from_file_location("cfq_im", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+cfq_im = _load_cfq_im()
+CFQ_SPLIT_KEYS = {"train": "trainIdxs", "valid": "devIdxs", "test": "testIdxs"}
+
+
+def load_cfq(task, raw, counts, seed, explicit, options=None):
+    """CFQ (Keysers et al. 2020) from the public release (cfq1.1.tar.gz, unpacked in --raw-dir).
+
+    Reads RAW/dataset.json (or RAW/cfq/dataset.json): a JSON list of examples, and
+    RAW/splits/SPLIT.json: {"trainIdxs": [...], "devIdxs": [...], "testIdxs": [...]}, indices
+    into that list (task cfq-mcd1 reads splits/mcd1.json). Source: questionPatternModEntities,
+    target: sparqlPatternModEntities (entities replaced by M0, M1, ... as in the paper's examples),
+    tokenized as the release's preprocess.py does (fairseq_plugins/data/cfq_im.py). No devIdxs
+    (the first release): valid is held out of train. With --cfq-im the targets are CFQ-im and
+    the queries go to SPLIT.sparql. The whole dataset.json is loaded with json.load (it is large:
+    several GB of memory), as TFDS does. NOT RUN on the real release: it cannot be fetched here;
+    tested on a hand-written release-format sample only.
+    """
+    options = options or {}
+    split = task[len("cfq-") :]
+    if not split or "/" in split:
+        raise DataError(f"bad task {task!r}: expected cfq-SPLIT, e.g. cfq-mcd1")
+    base = raw if (raw / "dataset.json").is_file() else raw / "cfq"
+    data_path = base / "dataset.json"
+    split_path = base / "splits" / f"{split}.json"
+    if not data_path.is_file():
+        raise DataError(
+            f"{task}: missing file {raw / 'dataset.json'}; pass --raw-dir DIR with the unpacked "
+            "CFQ release (dataset.json, splits/)"
+        )
+    _need(split_path)
+
+    def load_json(path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                return json.load(f)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise DataError(f"{path}: not valid JSON ({e})") from None
+
+    idx = load_json(split_path)
+    if not isinstance(idx, dict) or "trainIdxs" not in idx or "testIdxs" not in idx:
+        raise DataError(f"{split_path}: expected keys trainIdxs and testIdxs")
+    data = load_json(data_path)
+    if not isinstance(data, list):
+        raise DataError(f"{data_path}: expected a JSON list of examples")
+
+    def pair(i):
+        if not isinstance(i, int) or not 0 <= i < len(data):
+            raise DataError(f"{split_path}: index {i!r} outside {data_path} ({len(data)} examples)")
+        ex = data[i]
+        try:
+            q, s = ex["questionPatternModEntities"], ex["sparqlPatternModEntities"]
+        except (KeyError, TypeError):
+            raise DataError(
+                f"{data_path}: example {i} lacks questionPatternModEntities / "
+                "sparqlPatternModEntities"
+            ) from None
+        return cfq_im.preprocess_question(q).split(), cfq_im.preprocess_sparql(s).split()
+
+    rng = random.Random(f"{task}/{seed}")
+    splits = {
+        name: [pair(i) for i in idx[key]] for name, key in CFQ_SPLIT_KEYS.items() if key in idx
+    }
+    if "valid" not in splits:
+        n_valid = counts["valid"] if explicit["valid"] else len(splits["train"]) // 20
+        splits["train"], splits["valid"] = hold_out(splits["train"], n_valid, rng)
+    splits = {k: splits[k] for k in ("train", "valid", "test")}
+    for name in list(splits):
+        if explicit[name]:
+            splits[name] = subsample(splits[name], counts[name], rng)
+    extra = {}
+    if options.get("cfq_im"):
+        stats = {}
+        for name, pairs in splits.items():
+            extra[f"{name}.sparql"] = [" ".join(t) for _, t in pairs]
+            splits[name] = [(s, cfq_im.to_im(t, stats).split()) for s, t in pairs]
+        extra["cfq_im_segments"] = stats
+    return splits, {}, "test", extra
+
+
 # --------------------------------------------------------------------------------------------
+
+
+def train_overlap(splits):
+    train_src = {" ".join(s) for s, _ in splits["train"]}
+    return {
+        name: sum(" ".join(s) in train_src for s, _ in pairs)
+        for name, pairs in splits.items()
+        if name != "train"
+    }
 
 
 def check_disjoint(splits):
@@ -436,7 +660,8 @@ def parse_args(argv):
     p.add_argument(
         "task",
         help="add, addneg, reverse, dup, cart, inters, scan-length, scan-addjump, "
-        "scan-length-cutoff-N, cogs, pcfg-productivity, pcfg-systematicity",
+        "scan-length-cutoff-N, cogs, pcfg-productivity, pcfg-systematicity, cfq-SPLIT "
+        "(cfq-mcd1, cfq-mcd2, cfq-mcd3, ...)",
     )
     p.add_argument("outdir", type=Path)
     p.add_argument("--train", type=int, help="training examples (default 200000 / all)")
@@ -444,9 +669,39 @@ def parse_args(argv):
     p.add_argument("--test", type=int, help="test examples (default 512 add/addneg, else 1024)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--small", action="store_true", help="1000 train, 100 valid, 100 test")
-    p.add_argument("--raw-dir", type=Path, help="published files (default ../shared/data/NAME)")
+    p.add_argument(
+        "--raw-dir",
+        type=Path,
+        help="published files (default $FAIRSEQ_PLUGINS_DATA/NAME, ../shared/data/NAME or ./corpora/NAME)",
+    )
     p.add_argument("--no-download", action="store_true", help="PCFG: never try to download")
+    g = p.add_argument_group("options of the official generators (see above)")
+    g.add_argument("--alignment-tokens", action="store_true", help="add, addneg: P<k> markers")
+    g.add_argument(
+        "--dup-variant", type=int, default=0, help="dup: 0 (paper), 1, 2 or 3 (repeat n times)"
+    )
+    g.add_argument("--reverse-cart", action="store_true", help="cart: product list -> sets")
+    g.add_argument("--keep-all-steps", action="store_true", help="scan-*: consecutive steps")
+    g.add_argument("--map-output-to-input", action="store_true", help="scan-*: I_WALK -> walk, ...")
+    g.add_argument("--cfq-im", action="store_true", help="cfq-*: CFQ-im targets")
     return p.parse_args(argv)
+
+
+def resolve_options(task, args):
+    """{option: value} of the non-default generator options; DataError if one does not apply."""
+    options = {}
+    for name, (tasks, default) in OPTIONS.items():
+        value = getattr(args, name)
+        if value == default:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if not any(task == t or (t.endswith("-") and task.startswith(t)) for t in tasks):
+            allowed = ", ".join(t + "*" if t.endswith("-") else t for t in tasks)
+            raise DataError(f"{flag}: only for {allowed}, not {task}")
+        options[name] = value
+    if options.get("dup_variant", 0) not in (0, 1, 2, 3):
+        raise DataError(f"--dup-variant {options['dup_variant']}: must be 0, 1, 2 or 3")
+    return options
 
 
 def main(argv=None):
@@ -457,8 +712,10 @@ def main(argv=None):
         if v is not None and v < 1:
             raise DataError(f"--{flag} {v}: must be at least 1")
     counts, explicit = resolve_counts(task, args.train, args.valid, args.test, args.small)
+    options = resolve_options(task, args)
+    extra = {}
     if task in ALGORITHMIC:
-        splits, cats, eval_split = generate(task, counts, args.seed), {}, "test"
+        splits, cats, eval_split = generate(task, counts, args.seed, options), {}, "test"
         source = "generated (Ontañón et al. 2021 formats, METHOD.md section 2)"
     else:
         if task.startswith("scan-"):
@@ -467,9 +724,11 @@ def main(argv=None):
             name = "cogs"
         elif task in ("pcfg-productivity", "pcfg-systematicity"):
             name = "pcfg"
+        elif task.startswith("cfq-"):
+            name = "cfq"
         else:
             raise DataError(f"unknown task {args.task!r} (see --help)")
-        raw = args.raw_dir or DEFAULT_DATA / name
+        raw = args.raw_dir or corpora.corpus_dir(name)
         if args.raw_dir is not None and not raw.is_dir():
             raise DataError(f"--raw-dir {raw}: not a directory")
         if name == "scan":
@@ -477,9 +736,13 @@ def main(argv=None):
                 "scan-length-cutoff-"
             ):
                 raise DataError(f"unknown task {args.task!r} (see --help)")
-            splits, cats, eval_split = load_scan(task, raw, counts, args.seed, explicit)
+            splits, cats, eval_split = load_scan(task, raw, counts, args.seed, explicit, options)
         elif name == "cogs":
             splits, cats, eval_split = load_cogs(task, raw, counts, args.seed, explicit)
+        elif name == "cfq":
+            splits, cats, eval_split, extra = load_cfq(
+                task, raw, counts, args.seed, explicit, options
+            )
         else:
             splits, cats, eval_split = load_pcfg(
                 task,
@@ -491,7 +754,12 @@ def main(argv=None):
                 not args.no_download,
             )
         source = str(raw)
-    check_disjoint(splits)
+    if task.startswith("cfq-"):
+        # MCD splits are defined by compound divergence, not by distinct questions: report the
+        # overlap with train instead of refusing it (not measured here: no CFQ data).
+        overlap = train_overlap(splits)
+    else:
+        check_disjoint(splits)
     meta = {
         "task": task,
         "seed": args.seed,
@@ -500,7 +768,21 @@ def main(argv=None):
         "eval_split": eval_split,
         "categories": f"{eval_split}.category" if eval_split in cats else None,
     }
+    if options:
+        meta["options"] = options
+    if task.startswith("cfq-"):
+        meta["train_overlap"] = overlap
+        if "cfq_im_segments" in extra:
+            meta["cfq_im_segments"] = seg = extra.pop("cfq_im_segments")
+            if seg["kept"]:
+                print(
+                    f"compgen-data: {task}: {seg['kept']} of {seg['segments']} WHERE segments "
+                    "were not in sorted order and are written uncompressed (still invertible)",
+                    file=sys.stderr,
+                )
     write(args.outdir, splits, cats, meta)
+    for fname, lines in extra.items():
+        (args.outdir / fname).write_text("".join(x + "\n" for x in lines))
     sizes = ", ".join(f"{k} {v}" for k, v in meta["splits"].items())
     report = f"report {eval_split}" if eval_split else "NO test split"
     print(f"compgen-data: {task} -> {args.outdir} ({sizes}; {report})", file=sys.stderr)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on an embedded default: synthetic translation task, stock Transformer vs this
-# plugin's variants, beam search, BLEU and sequence accuracy (also on longer sentences than seen).
+# plugin's architectures (compositional attention, Graph-Transformer), beam search, BLEU with
+# paired significance tests, sequence accuracy (also on longer sentences than seen).
 set -euo pipefail
 
 usage() {
@@ -10,17 +11,21 @@ Usage: bash scripts/demo.sh [--updates N] [--reverse-updates N] [--out DIR] [--s
 Runs on a fresh clone with no download (sets up ./.venv on first use), in two parts:
  Part 1, the NMT pipeline on an embedded synthetic translation task (scripts/make-demo-data.py: a
    toy language pair with a lexicon, adjective/noun reordering and verb-final clauses):
-   prepare (scripts/prepare-translation.sh), train a small stock fairseq Transformer on CPU
-   (scripts/train.sh, with a progress bar), beam search (scripts/generate.sh, beam 5) on the test
-   set and on test-long (3-clause sentences, longer than any seen in training); prints BLEU and
-   sequence accuracy.
+   prepare (scripts/prepare-translation.sh), then the same small model (d 64, 2+2 layers, same
+   recipe and updates) three times on CPU (scripts/train.sh, with a progress bar): stock fairseq
+   (transformer), compositional attention in every attention (variant_transformer
+   --attention-type compositional, S = R = 4) and the Graph-Transformer encoder (graph_transformer
+   --graph-half-dim --graph-fusion weight-gate); beam search (scripts/generate.sh, beam 5) on the
+   test set and on test-long (3-clause sentences, longer than any seen in training); prints BLEU,
+   sequence accuracy, time and parameters, and the paired bootstrap p-value of each system's BLEU
+   against stock (scripts/significance.sh).
  Part 2, what this plugin's variants do that stock fairseq does not: the Reverse task of Ontanon
    et al. (scripts/compgen-data.py; train on digit strings of length 1-16, test on 17-24), the
    same small model (d 64, 2+2 layers) trained for the same updates with absolute positions
    (compgen_abs: fairseq's own layers) and with rel2-eb relative positions + copy decoder
    (compgen_rel2_eb_c), via scripts/compgen-run.sh; prints test sequence accuracy.
 Outputs: DIR (default data-bin/demo), the summary in DIR/results.md.
-  --updates N           Part 1 training updates (default 800)
+  --updates N           Part 1 training updates per system (default 800)
   --reverse-updates N   Part 2 training updates per model (default 2000)
   --skip-reverse        Part 1 only
 USAGE
@@ -76,11 +81,18 @@ progress_bar() {  # reads fairseq's log, draws "[#####-----] 600/1200 updates, l
     }
     END { printf "\n" }'
 }
-table="| model | params | train time (s) | BLEU test | acc test | BLEU test-long | acc test-long |"
-table+=$'\n|---|---|---|---|---|---|---|'
-for name in stock; do
-  margs="--arch transformer"
-  echo "== 3. train a stock fairseq Transformer ($margs, d 64, 2+2 layers) for $updates updates"
+declare -A system_args=(
+  [stock]="--arch transformer"
+  [compositional]="--arch variant_transformer --attention-type compositional"
+  [graph]="--arch graph_transformer --graph-half-dim --graph-fusion weight-gate"
+)
+systems=(stock compositional graph)
+declare -A rows
+step=3
+for name in "${systems[@]}"; do
+  margs=${system_args[$name]}
+  echo "== $step. train '$name' ($margs, d 64, 2+2 layers) for $updates updates"
+  step=$((step + 1))
   start=$(date +%s)
   # fairseq's log goes to a file; the terminal gets a progress bar from its train_inner lines.
   # shellcheck disable=SC2086
@@ -93,23 +105,44 @@ for name in stock; do
   seconds=$(( $(date +%s) - start ))
   params=$(sed -n 's/.*num. shared model params: \([0-9,]*\).*/\1/p' "$out/train-$name.log" | head -n 1)
   grep -E "\| valid \|" "$out/train-$name.log" | tail -n 1 | sed 's/.*| valid |/   valid:/'
-  row="| $name | $params | $seconds"
+  rows[$name]="| $name | $params | $seconds"
   for subset in test test1; do
-    echo "== 4. beam search '$name' on $([[ $subset == test ]] && echo test || echo test-long)"
     bash "$root/scripts/generate.sh" "$out/prep/bin" "$out/checkpoints/$name/checkpoint_last.pt" \
       "$out/generate/$name-$subset" --subset "$subset" --beam 5 --remove-bpe none --detok none > "$out/generate-$name-$subset.log"
-    read -r bleu acc < <(python -c "import json,sys; s=json.load(open(sys.argv[1])); print(s['sacrebleu'], s['sequence_accuracy'])" "$out/generate/$name-$subset/scores.json")
-    row+=" | $bleu | $acc"
+  done
+done
+
+echo "== $step. paired significance of each system against stock (bootstrap, 1000 resamples)"
+for subset in test test1; do
+  hyps=()
+  for name in "${systems[@]}"; do hyps+=("$out/generate/$name-$subset/generate-$subset.txt"); done
+  bash "$root/scripts/significance.sh" "${hyps[@]}" --names "${systems[@]}" --tokenized \
+    --json "$out/significance-$subset.json" > "$out/significance-$subset.txt"
+done
+table="| model | params | train time (s) | BLEU test | p vs stock | acc test | BLEU test-long | p vs stock | acc test-long |"
+table+=$'\n|---|---|---|---|---|---|---|---|---|'
+for name in "${systems[@]}"; do
+  row=${rows[$name]}
+  for subset in test test1; do
+    row+=$(python - "$out/generate/$name-$subset/scores.json" "$out/significance-$subset.json" "$name" <<'PY'
+import json, sys
+scores = json.load(open(sys.argv[1]))
+rows = json.load(open(sys.argv[2]))["metrics"]["tok-BLEU"]["rows"]
+p = next(r["p_bs"] for r in rows if r["system"] == sys.argv[3])
+shown = "-" if p is None else f"{p:.3f}"
+print(f" | {scores['sacrebleu']} | {shown} | {scores['sequence_accuracy']}", end="")
+PY
+)
   done
   table+=$'\n'"$row |"
 done
 echo
-echo "Part 1: synthetic translation, stock fairseq Transformer (beam 5)" | tee "$out/results.md"
+echo "Part 1: synthetic translation, the same small model three ways (beam 5; p: paired bootstrap on tokenized BLEU)" | tee "$out/results.md"
 echo "$table" | tee -a "$out/results.md"
 
 if [[ $skip_reverse == 0 ]]; then
   echo
-  echo "== 5. Reverse (train length 1-16, test 17-24): absolute vs rel2-eb relative positions + copy"
+  echo "== $((step + 1)). Reverse (train length 1-16, test 17-24): absolute vs rel2-eb relative positions + copy"
   rm -f "$out/reverse.csv"
   for preset in compgen_abs compgen_rel2_eb_c; do
     echo "   training $preset for $reverse_updates updates (log: $out/reverse-$preset.log)"

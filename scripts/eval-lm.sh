@@ -52,14 +52,18 @@ import sys
 
 import fairseq_plugins  # noqa: F401  (safe globals for weights_only loading)
 from fairseq import checkpoint_utils
+from fairseq_plugins.errors import PREFIX, PluginError
 
-state = checkpoint_utils.load_checkpoint_to_cpu(sys.argv[1])
+try:
+    state = checkpoint_utils.load_checkpoint_to_cpu(sys.argv[1])
+except PluginError as e:
+    sys.exit(f"{PREFIX} {' '.join(str(e).split())}")
 cfg = state.get("cfg")
 task = cfg["task"] if cfg is not None else None
 tps = task["tokens_per_sample"] if task is not None else vars(state["args"])["tokens_per_sample"]
 print(int(tps))
 PY
-  ) || { err=$(grep '^fairseq_plugins: error: ' "$tps_err" | tail -n 1); rm -f "$tps_err"
+  ) || { err=$(grep '^fairseq_plugins: error: ' "$tps_err" | tail -n 1 || true); rm -f "$tps_err"
          [[ -n $err ]] && die "${err#fairseq_plugins: error: }"
          die "$ckpt: could not read tokens_per_sample from it (pass --tokens-per-sample)"; }
   rm -f "$tps_err"
@@ -74,7 +78,7 @@ cmd=(fairseq-eval-lm "$data" --path "$ckpt" --user-dir "$user_dir" --gen-subset 
   --tokens-per-sample "$tps" --context-window "$cw" --batch-size "$bsz"
   ${extra[@]+"${extra[@]}"})
 echo "eval-lm.sh: $(printf '%q ' "${cmd[@]}")" >&2
-"${cmd[@]}" > "$log" 2>&1 || { cat "$log" >&2; err=$(grep '^fairseq_plugins: error: ' "$log" | tail -n 1)
+"${cmd[@]}" > "$log" 2>&1 || { cat "$log" >&2; err=$(grep '^fairseq_plugins: error: ' "$log" | tail -n 1 || true)
                                 die "fairseq-eval-lm failed${err:+: ${err#fairseq_plugins: error: }}"; }
 cat "$log" >&2
 line=$(grep -E 'Loss \(base 2\): [0-9.eE+-]+, Perplexity: ' "$log" | tail -n 1) \

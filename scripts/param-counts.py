@@ -10,6 +10,7 @@ Counts unique parameters (shared layers count once), with source/target vocabula
 
 import argparse
 import shlex
+import sys
 from types import SimpleNamespace
 
 
@@ -62,4 +63,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except ValueError as e:  # the plugin's option errors (PluginConfigError) name the flag
+        sys.exit(f"param-counts: error: {' '.join(str(e).split())}")

@@ -7,10 +7,11 @@ usage() {
 Usage: bash scripts/prepare-multi30k.sh OUT_DIR [--raw-dir DIR] [--src de] [--tgt en]
          [--vocab-size 8000] [--max-train-lines N] [--max-eval-lines N]
 
-Takes the raw Multi30k files (train, val, test_2016_flickr; .gz or plain) from --raw-dir, or, with
-no --raw-dir and no ../shared/data/multi30k, downloads them from the public repository
-(github.com/multi30k/dataset, data/task1/raw). Then runs scripts/prepare-translation.sh with moses
-tokenization, joint sentencepiece BPE and a joined dictionary. Output: OUT_DIR/bin.
+Takes the raw Multi30k files (train, val, test_2016_flickr; .gz or plain) from --raw-dir, or
+without it from the project's corpus folder ($FAIRSEQ_PLUGINS_DATA/multi30k, ../shared/data/multi30k
+or ./corpora/multi30k), which scripts/get-corpora.sh fills from github.com/multi30k/dataset when
+none has them. Then runs scripts/prepare-translation.sh with moses tokenization, joint
+sentencepiece BPE and a joined dictionary. Output: OUT_DIR/bin.
 USAGE
 }
 case "${1:-}" in -h|--help|"") usage; [[ -n ${1:-} ]] && exit 0; exit 2 ;; esac
@@ -26,19 +27,9 @@ while [[ $# -gt 0 ]]; do
     *) echo "prepare-multi30k.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-if [[ -z $raw && -d $root/../shared/data/multi30k ]]; then
-  raw=$root/../shared/data/multi30k
-fi
-if [[ -z $raw ]]; then
-  raw=$out/download
-  mkdir -p "$raw"
-  base=https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw
-  for split in train val test_2016_flickr; do
-    for lang in "$src" "$tgt"; do
-      [[ -s $raw/$split.$lang.gz ]] || curl -fsSL "$base/$split.$lang.gz" -o "$raw/$split.$lang.gz" \
-        || { echo "prepare-multi30k.sh: download of $split.$lang.gz failed; pass --raw-dir" >&2; exit 1; }
-    done
-  done
+if [[ -z $raw ]]; then  # the corpora's one resolution; fetched (get-corpora.sh) when absent
+  raw=$(python3 "$root/fairseq_plugins/corpora.py" --prog prepare-multi30k.sh path --fetch multi30k) \
+    || { echo "prepare-multi30k.sh: no Multi30k files (see above); pass --raw-dir DIR" >&2; exit 1; }
 fi
 [[ -d $raw ]] || { echo "prepare-multi30k.sh: --raw-dir $raw is not a directory" >&2; exit 2; }
 exec bash "$root/scripts/prepare-translation.sh" --src "$src" --tgt "$tgt" \

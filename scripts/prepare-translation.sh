@@ -18,4 +18,4 @@ USAGE
 case "${1:-}" in -h|--help) usage; exit 0 ;; esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 [[ -d $root/.venv/bin ]] && export PATH=$root/.venv/bin:$PATH
-exec python "$root/scripts/prepare_translation.py" "$@"
+exec python "$root/scripts/prepare-translation.py" "$@"

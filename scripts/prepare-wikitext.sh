@@ -12,10 +12,13 @@ language_modeling task with `fairseq-preprocess --only-source` (dictionary from 
 
   DIR                 local copy: a folder with train/valid/test as train.txt, valid.txt, test.txt
                       (pytorch/examples naming) or wiki.train.tokens, ... (the release zips), each
-                      possibly gzipped (.gz); e.g. ../shared/data/wikitext-2.
-                      Without DIR the public originals are downloaded into OUTDIR/download:
-                      103: wikitext-103-v1.zip from the S3 bucket of the release;
-                      2:   {train,valid,test}.txt of pytorch/examples' word_language_model.
+                      possibly gzipped (.gz). Without DIR:
+                      2:   the project's corpus folder ($FAIRSEQ_PLUGINS_DATA/wikitext-2,
+                           ../shared/data/wikitext-2 or ./corpora/wikitext-2), which
+                           scripts/get-corpora.sh fills (pytorch/examples' word_language_model
+                           files) when none has it;
+                      103: wikitext-103-v1.zip from the S3 bucket of the release, downloaded
+                           into OUTDIR/download.
   --out OUTDIR        output folder (default data-bin/wikitext-VERSION); the binarized data go to
                       OUTDIR/bin (pass that to train-lm.sh / eval-lm.sh), the text to OUTDIR/text.
   --max-train-lines N keep only the first N lines of the training split (quick runs, tests).
@@ -60,18 +63,15 @@ fetch() {  # URL FILE
 }
 
 if [[ -z $dir ]]; then
-  dl=$out/download
-  mkdir -p "$dl"
   if [[ $version == 103 ]]; then
+    dl=$out/download
+    mkdir -p "$dl"
     [[ -f $dl/wikitext-103-v1.zip ]] || fetch https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-103-v1.zip "$dl/wikitext-103-v1.zip"
     [[ -f $dl/wikitext-103/wiki.train.tokens ]] || unzip -q -o "$dl/wikitext-103-v1.zip" -d "$dl"
     dir=$dl/wikitext-103
-  else
-    base=https://raw.githubusercontent.com/pytorch/examples/main/word_language_model/data/wikitext-2
-    for split in train valid test; do
-      [[ -f $dl/$split.txt ]] || fetch "$base/$split.txt" "$dl/$split.txt"
-    done
-    dir=$dl
+  else  # the corpora's one resolution; fetched (get-corpora.sh) when absent
+    dir=$(python3 "$root/fairseq_plugins/corpora.py" --prog prepare-wikitext.sh path --fetch wikitext-2) \
+      || die "no WikiText-2 files (see above); pass a local DIR"
   fi
 fi
 [[ -d $dir ]] || die "$dir: no such directory"

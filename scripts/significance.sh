@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Paired significance tests of BLEU: one baseline against N systems (see scripts/bleu_significance.py).
+# Paired significance tests of BLEU: one baseline against N systems (see scripts/bleu-significance.py).
 set -euo pipefail
 
 usage() {
@@ -36,4 +36,4 @@ esac
 
 python=$(command -v python || command -v python3) \
   || { echo "significance.sh: no python on PATH (run scripts/setup.sh)" >&2; exit 2; }
-exec "$python" "$root/scripts/bleu_significance.py" "$@"
+exec "$python" "$root/scripts/bleu-significance.py" "$@"

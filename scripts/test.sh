@@ -9,6 +9,11 @@ Usage: bash scripts/test.sh [PYTEST_ARGS...]
 Sets up ./.venv on first use (scripts/setup.sh), runs `ruff check` and `ruff format --check`,
 then pytest over tests/ (unit tests and end-to-end runs through fairseq's command-line tools).
 Extra arguments go to pytest, e.g. `bash scripts/test.sh -k compositional -x`.
+
+The real corpora (Multi30k, WikiText-2, SCAN, COGS) are looked for in $FAIRSEQ_PLUGINS_DATA,
+../shared/data, then ./corpora; when absent, scripts/get-corpora.sh fetches them into ./corpora.
+If that cannot be done (offline), the tests that need them are skipped under one summary line;
+with FAIRSEQ_PLUGINS_REQUIRE_CORPORA=1 (set by .ci/run) they fail instead.
 USAGE
   exit 0
 fi
@@ -23,5 +28,10 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 echo "test.sh: ruff check" >&2
 ruff check .
 ruff format --check .
+if ! python3 fairseq_plugins/corpora.py --prog test.sh check 2>/dev/null; then
+  echo "test.sh: fetching the corpora (scripts/get-corpora.sh)" >&2
+  bash scripts/get-corpora.sh \
+    || echo "test.sh: some corpora could not be fetched; the tests that need them are skipped" >&2
+fi
 echo "test.sh: pytest" >&2
 python -m pytest -q "$@"

@@ -32,6 +32,8 @@ def load(checkpoint, data, subset, max_tokens):
         )
     except FileNotFoundError as e:
         fail(f"cannot load {checkpoint} with data {data}: {e}")
+    except fairseq_plugins.errors.PluginError as e:  # refused, corrupt or mismatching checkpoint
+        fail(" ".join(str(e).split()))
     model = models[0].eval()
     try:
         task.load_dataset(subset)

@@ -1,5 +1,13 @@
-"""Shared test helpers: paths, the real corpora in ../shared/data, running fairseq's CLIs."""
+"""Shared test helpers: paths, the real corpora, running fairseq's CLIs.
 
+The real corpora (Multi30k, WikiText-2, SCAN, COGS) are found by fairseq_plugins/corpora.py:
+$FAIRSEQ_PLUGINS_DATA, else ../shared/data beside the checkout, else ./corpora (which
+scripts/get-corpora.sh fills). A test that needs a missing corpus is skipped, all of them under
+one summary line naming what is missing and the command that fetches it; with
+FAIRSEQ_PLUGINS_REQUIRE_CORPORA=1 (.ci/run) it fails instead.
+"""
+
+import importlib.util
 import os
 import subprocess
 import sys
@@ -8,9 +16,23 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = ROOT.parent / "shared" / "data"
 BIN = Path(sys.executable).parent  # the venv's bin: fairseq-train, fairseq-generate, ...
 USER_DIR = str(ROOT / "fairseq_plugins")
+
+
+def _load_corpora():
+    """fairseq_plugins/corpora.py by path (stdlib only; no fairseq import needed)."""
+    spec = importlib.util.spec_from_file_location(
+        "_corpora", ROOT / "fairseq_plugins" / "corpora.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+corpora = _load_corpora()
+# The folder the corpora are in when they are all in one place (legacy name; prefer the fixtures).
+SHARED_DATA = corpora.corpus_dir("multi30k").parent
 
 
 def run(cmd, cwd=None, env=None, check=True, timeout=900):
@@ -36,11 +58,70 @@ def run(cmd, cwd=None, env=None, check=True, timeout=900):
     return proc
 
 
+def corpus(name):
+    """The folder of corpus NAME; skip (one summary line for all) or, under
+    FAIRSEQ_PLUGINS_REQUIRE_CORPORA=1, fail when it is not found."""
+    found = corpora.find(name)
+    if found is not None:
+        return found
+    # The same reason for every corpus test: pytest -ra folds them into one line.
+    message = corpora.missing_message()
+    if os.environ.get(corpora.REQUIRE_ENV, "") not in ("", "0"):
+        pytest.fail(f"{message} ({corpora.REQUIRE_ENV} is set)", pytrace=False)
+    _skipped_for.add(name)
+    pytest.skip(message)
+
+
+_skipped_for = set()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Every corpus skip at one location with one reason, so that -ra folds them into one line."""
+    report = yield
+    if report.skipped and isinstance(report.longrepr, tuple):
+        reason = str(report.longrepr[2])
+        if reason.removeprefix("Skipped: ").startswith("corpora missing: "):
+            report.longrepr = (__file__, None, reason)
+    return report
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Without -rs (pyproject's -ra shows the folded skip line), say it once here."""
+    chars = config.getoption("reportchars", "") or ""
+    if _skipped_for and not set(chars) & set("asA"):
+        terminalreporter.write_line(f"SKIPPED: {corpora.missing_message()}")
+
+
+@pytest.fixture(scope="session")
+def multi30k_data():
+    return corpus("multi30k")
+
+
+@pytest.fixture(scope="session")
+def wikitext2_data():
+    return corpus("wikitext-2")
+
+
+@pytest.fixture(scope="session")
+def scan_data():
+    return corpus("scan")
+
+
+@pytest.fixture(scope="session")
+def cogs_data():
+    return corpus("cogs")
+
+
 @pytest.fixture(scope="session")
 def shared_data():
-    if not SHARED_DATA.is_dir():
-        pytest.fail(f"real corpora expected in {SHARED_DATA} (../shared/data beside the checkout)")
-    return SHARED_DATA
+    """Legacy: the folder holding all four corpora (prefer the per-corpus fixtures)."""
+    for name in corpora.CORPORA:
+        corpus(name)
+    found = {corpora.find(name).parent for name in corpora.CORPORA}
+    if len(found) != 1:
+        pytest.skip(f"the corpora are in different folders: {', '.join(map(str, found))}")
+    return found.pop()
 
 
 @pytest.fixture(scope="session")

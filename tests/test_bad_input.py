@@ -19,7 +19,7 @@ from conftest import ROOT, USER_DIR, run
 from model_testing import build
 
 import fairseq_plugins  # noqa: F401  (torch.load of fairseq checkpoints, weights_only)
-from fairseq_plugins.cli_errors import (
+from fairseq_plugins.errors import (
     CheckpointCorruptError,
     CheckpointRefusedError,
     PluginConfigError,
@@ -202,9 +202,9 @@ CASES = {
         lambda f: script("generate.sh", f["tmp"] / "nodata", f["ckpt"], f["out"]),
         "generate.sh: DATA_BIN '{tmp}/nodata' is not a directory",
     ),
-    "score_translation-ref-too-long": (
+    "score-translation-ref-too-long": (
         lambda f: (
-            py_script("score_translation.py", f["out"] / "generate-test.txt")
+            py_script("score-translation.py", f["out"] / "generate-test.txt")
             + ["--out", f["out"], "--detok", "none", "--ref", f["tmp"] / "ref_long.txt"]
         ),
         "score: error: --ref {tmp}/ref_long.txt has 103 lines, but {out}/generate-test.txt "
@@ -322,9 +322,13 @@ def test_nothing_written_is_lost(files, results):
 def test_excepthook_keeps_other_tracebacks(capsys, monkeypatch):
     """Only our errors are shortened (the CLI cases above show the installed hook at work); any
     other exception goes to the previous hook with its traceback."""
-    from fairseq_plugins.cli_errors import plugin_excepthook
+    from fairseq_plugins.compat.excepthook import plugin_excepthook, running_fairseq_command
 
-    assert getattr(sys.excepthook, "fairseq_plugins_hook", False)  # installed on import
+    # installed in fairseq's commands only (the CLI cases above), not in this test process
+    assert not getattr(sys.excepthook, "fairseq_plugins_hook", False)
+    assert running_fairseq_command(["/venv/bin/fairseq-train", "data"], "")
+    assert running_fairseq_command(["/x/train.py"], "fairseq_cli.train")
+    assert not running_fairseq_command(["/venv/bin/pytest"], "pytest")
     passed_on = []
     hook = plugin_excepthook(lambda *exc_info: passed_on.append(exc_info))
     error = PluginConfigError("--x must be\n>= 1")
@@ -339,7 +343,11 @@ def test_excepthook_keeps_other_tracebacks(capsys, monkeypatch):
 
 
 def test_atomic_checkpoint_copy_keeps_the_old_file_when_the_copy_fails(tmp_path, monkeypatch):
-    from fairseq.file_io import PathManager
+    from fairseq import checkpoint_utils, file_io
+
+    # Only checkpoint writing is changed; fairseq's PathManager stays as it was everywhere else.
+    assert file_io.PathManager.copy is not checkpoint_utils.PathManager.copy
+    PathManager = checkpoint_utils.PathManager
 
     src, dst = tmp_path / "checkpoint_best.pt", tmp_path / "checkpoint_last.pt"
     src.write_bytes(b"new" * 1000)
@@ -384,6 +392,16 @@ def test_atomic_checkpoint_copy_keeps_the_old_file_when_the_copy_fails(tmp_path,
         (["--arch", "compgen_abs", "--rel-pos-cross"], "--rel-pos-cross needs --rel-pos"),
         (["--arch", "compgen_abs", "--encoder-attention-heads", "0"], "must be >= 1"),
         (["--arch", "compgen_rel_e", "--rel-pos-radius", "-2"], "--rel-pos-radius must be >= 1"),
+        (
+            ["--arch", "compgen_abs", "--attention-type", "compositional", "--retrieval-gumbel"]
+            + ["--retrieval-gumbel-temperature", "0"],
+            "--retrieval-gumbel-temperature must be a finite number > 0 (got 0.0)",
+        ),
+        (
+            ["--arch", "compgen_abs", "--cross-attention-type", "compositional"]
+            + ["--retrieval-scoring", "mlp", "--retrieval-mlp-hidden", "-1"],
+            "--retrieval-mlp-hidden must be >= 0 (got -1)",
+        ),
     ],
 )
 def test_option_errors_name_the_flag(args, message):

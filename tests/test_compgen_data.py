@@ -1,5 +1,5 @@
 """scripts/compgen-data.py: generator formats, lengths, splits, determinism; SCAN/COGS loaders on
-the real files in ../shared/data; PCFG's one-line error when its files are absent."""
+the real files (tests/conftest.py finds them); PCFG's one-line error when its files are absent."""
 
 import gzip
 import importlib.util
@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 
 import pytest
-from conftest import ROOT, SHARED_DATA
+from conftest import ROOT, corpora
 
 SCRIPT = ROOT / "scripts" / "compgen-data.py"
 SMALL_ARGS = ["--train", "400", "--valid", "60", "--test", "60"]
@@ -179,7 +179,7 @@ def test_cli_small_and_bad_options(tmp_path):
 
 def scan_file(*parts):
     pairs = []
-    for line in (SHARED_DATA / "scan" / "/".join(parts)).read_text().splitlines():
+    for line in (corpora.corpus_dir("scan") / "/".join(parts)).read_text().splitlines():
         src, tgt = line[4:].split(" OUT: ")
         pairs.append((src, tgt))
     return pairs
@@ -189,7 +189,7 @@ def joined(pairs):
     return [(" ".join(s), " ".join(t)) for s, t in pairs]
 
 
-def test_scan_length(shared_data, tmp_path):
+def test_scan_length(scan_data, tmp_path):
     cli("scan-length", tmp_path)
     train, valid, test = (joined(read_split(tmp_path, s)) for s in ("train", "valid", "test"))
     assert sorted(train + valid) == sorted(scan_file("length_split", "tasks_train_length.txt"))
@@ -199,7 +199,7 @@ def test_scan_length(shared_data, tmp_path):
     assert max(len(t.split()) for _, t in train) <= 22 < min(len(t.split()) for _, t in test)
 
 
-def test_scan_addjump_has_no_test_here(shared_data, tmp_path):
+def test_scan_addjump_has_no_test_here(scan_data, tmp_path):
     proc = cli("scan-addjump", tmp_path)
     assert "held out" in proc.stderr and "no test split" in proc.stderr
     assert not (tmp_path / "test.src").exists()
@@ -225,7 +225,7 @@ def test_scan_length_with_full_raw_dir_uses_test(tmp_path):
 
 
 @pytest.mark.parametrize("cutoff", [22, 30])
-def test_scan_length_cutoff(shared_data, tmp_path, cutoff):
+def test_scan_length_cutoff(scan_data, tmp_path, cutoff):
     cli(f"scan-length-cutoff-{cutoff}", tmp_path / "a")
     train, valid, test = (joined(read_split(tmp_path / "a", s)) for s in ("train", "valid", "test"))
     everything = scan_file("tasks.txt")
@@ -241,13 +241,13 @@ def test_scan_length_cutoff(shared_data, tmp_path, cutoff):
     ).read_bytes()
 
 
-def test_cogs(shared_data, tmp_path):
+def test_cogs(cogs_data, tmp_path):
     cli("cogs", tmp_path)
     sizes = {s: len(read_split(tmp_path, s)) for s in ("train", "valid", "test", "gen")}
     assert sizes == {"train": 24155, "valid": 3000, "test": 3000, "gen": 21000}
     cats = (tmp_path / "gen.category").read_text().splitlines()
     assert len(cats) == 21000 and set(Counter(cats).values()) == {1000} and len(set(cats)) == 21
-    with gzip.open(SHARED_DATA / "cogs" / "gen.tsv.gz", "rt") as f:
+    with gzip.open(cogs_data / "gen.tsv.gz", "rt") as f:
         raw = [line.rstrip("\n").split("\t") for line in f]
     gen = joined(read_split(tmp_path, "gen"))
     assert [(s, t, c) for (s, t), c in zip(gen, cats)] == [tuple(r) for r in raw]

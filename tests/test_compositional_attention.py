@@ -14,12 +14,15 @@ from attention_testing import (
 from fairseq.modules import MultiheadAttention
 
 from fairseq_plugins.modules.compositional_attention import CompositionalAttention
+from fairseq_plugins.modules.relative_positions import build_relative_positions
 
 D = 32
 
 
-def reference(m, query, key, key_padding_mask=None, attn_mask=None):
-    """The six equations with explicit loops over searches i and retrievals j."""
+def reference(m, query, key, key_padding_mask=None, attn_mask=None, noise=None):
+    """The six equations with explicit loops over searches i and retrievals j, and the official
+    options: retrieval query from the search query (q-compose), learned keys, Gumbel noise
+    ``noise`` (B, S, Tq, R) added to the value-score logits in training."""
     S, R, dh, dv, ds = (
         m.num_searches,
         m.num_retrievals,
@@ -42,17 +45,25 @@ def reference(m, query, key, key_padding_mask=None, attn_mask=None):
         Qi = part(m.q_proj, X, i * dh, (i + 1) * dh)
         Ki = part(m.k_proj, Xk, i * dh, (i + 1) * dh)
         Ai = torch.softmax(Qi @ Ki.transpose(1, 2) / math.sqrt(dh) + mask, dim=-1)
-        qi = part(m.retrieval_query_proj, X, i * ds, (i + 1) * ds) / math.sqrt(ds)
+        if m.query_from_search:  # one Linear(d_h, d_s) shared by the searches
+            qi = m.retrieval_query_proj(Qi / math.sqrt(dh)) / math.sqrt(ds)
+        else:
+            qi = part(m.retrieval_query_proj, X, i * ds, (i + 1) * ds) / math.sqrt(ds)
         O, scores = [], []
         for j in range(R):
             Oij = Ai @ part(m.v_proj, Xk, j * dv, (j + 1) * dv)
             if m.scoring == "dot":
                 kij = m.retrieval_key_proj(Oij)
                 scores.append((qi * kij).sum(-1))
+            elif m.scoring == "learned-key":
+                scores.append(qi @ m.retrieval_keys[j])
             else:
                 scores.append(m.retrieval_scorer(torch.cat([Oij, qi], dim=-1)).squeeze(-1))
             O.append(Oij)
-        c = torch.softmax(torch.stack(scores, dim=-1), dim=-1)
+        logits = torch.stack(scores, dim=-1)  # (B, Tq, R)
+        if m.gumbel and m.training:
+            logits = (logits + noise[:, i]) / m.gumbel_temperature
+        c = torch.softmax(logits, dim=-1)
         heads.append(sum(c[..., j : j + 1] * O[j] for j in range(R)))
     return m.out_proj(torch.cat(heads, dim=-1)).transpose(0, 1)
 
@@ -60,9 +71,18 @@ def reference(m, query, key, key_padding_mask=None, attn_mask=None):
 CONFIGS = [
     dict(num_searches=4, num_retrievals=4, scoring="dot"),
     dict(num_searches=2, num_retrievals=4, scoring="dot", retrieval_qk_dim=8),
-    dict(num_searches=4, num_retrievals=2, scoring="mlp"),
+    dict(num_searches=4, num_retrievals=2, scoring="mlp"),  # default: hidden layer of width d_s
     dict(num_searches=4, num_retrievals=2, scoring="mlp", mlp_hidden=8, attn_dim=16),
 ]
+# The official options (issue 12): learned keys, retrieval query from the search query, linear MLP.
+OPTION_CONFIGS = [
+    dict(num_searches=4, num_retrievals=2, scoring="learned-key"),
+    dict(num_searches=2, num_retrievals=4, scoring="learned-key", query_from_search=True),
+    dict(num_searches=4, num_retrievals=2, scoring="dot", query_from_search=True),
+    dict(num_searches=4, num_retrievals=4, scoring="mlp", query_from_search=True, attn_dim=16),
+    dict(num_searches=4, num_retrievals=2, scoring="mlp", mlp_hidden=0),
+]
+CONFIGS += OPTION_CONFIGS
 
 
 def make(cross=False, **kwargs):
@@ -121,7 +141,7 @@ def test_identity_value_scores_equal_fairseq_multihead_attention():
         eye = torch.eye(heads).view(1, heads, 1, heads)
         return eye.expand(pairs.size(0), heads, pairs.size(2), heads)
 
-    m.value_scores = identity_scores
+    m.value_scores_override = identity_scores
     x = torch.randn(6, 3, D)
     kpm = padding_mask([6, 5, 3], 6)
     ours, _ = m(x, x, x, key_padding_mask=kpm, need_weights=False)
@@ -129,7 +149,7 @@ def test_identity_value_scores_equal_fairseq_multihead_attention():
     torch.testing.assert_close(ours, stock, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("config", CONFIGS[:3])
+@pytest.mark.parametrize("config", CONFIGS[:3] + OPTION_CONFIGS)
 def test_incremental_decoding_equals_full_forward_and_survives_reordering(config):
     torch.manual_seed(3)
     m = make(**config)
@@ -216,3 +236,316 @@ def test_gradients_reach_every_parameter():
         m(x, x, x, need_weights=False)[0].pow(2).sum().backward()
         for name, p in m.named_parameters():
             assert p.grad is not None and torch.isfinite(p.grad).all(), name
+
+
+def test_dot_retrieval_mix_backward_is_exact():
+    """The hand-written backward of the fused dot-product value-score mix, against autograd's
+    numerical gradients in float64 (pairs, folded query and shift)."""
+    from fairseq_plugins.modules.compositional_attention import _DotRetrievalMix
+
+    torch.manual_seed(5)
+    n, r, dv = 6, 3, 4
+    pairs = torch.randn(n, r, dv, dtype=torch.float64, requires_grad=True)
+    folded = torch.randn(n, dv, dtype=torch.float64, requires_grad=True)
+    shift = torch.randn(n, dtype=torch.float64, requires_grad=True)
+
+    def mixed_only(p, f, s):
+        return _DotRetrievalMix.apply(p, f, s)[0]
+
+    assert torch.autograd.gradcheck(mixed_only, (pairs, folded, shift))
+    assert torch.autograd.gradcheck(lambda p, f: mixed_only(p, f, None), (pairs, folded))
+
+
+def test_float64_module_stays_float64():
+    """Value scores and the output are computed in the input dtype when it is float64 (float32
+    at least, never below the input), so float64 reference checks are exact."""
+    torch.manual_seed(6)
+    for scoring in ("dot", "mlp"):
+        m = make(num_searches=4, num_retrievals=2, scoring=scoring).double()
+        m.keep_value_scores = True
+        x = torch.randn(5, 2, D, dtype=torch.float64)
+        out, _ = m(x, x, x, need_weights=False)
+        assert out.dtype == m.last_value_scores.dtype == torch.float64
+        torch.testing.assert_close(out, reference(m, x, x), atol=1e-12, rtol=1e-12)
+
+
+# -- the official options (issue 12) ----------------------------------------------------------
+SCORINGS = ["dot", "mlp", "learned-key"]
+
+
+def known_noise(bsz, searches, length, retrievals, dtype=torch.float32):
+    """Deterministic 'Gumbel' noise (B, S, T, R) that depends on the search, the position and the
+    retrieval but not on the batch row, so that padding invariance can be checked with it."""
+    s = torch.arange(searches, dtype=dtype).view(1, -1, 1, 1)
+    t = torch.arange(length, dtype=dtype).view(1, 1, -1, 1)
+    r = torch.arange(retrievals, dtype=dtype).view(1, 1, 1, -1)
+    return (1.7 * torch.sin(3.1 * s + 1.3 * t + 2.3 * r)).expand(bsz, -1, -1, -1).contiguous()
+
+
+def inject_noise(m, offset=None):
+    """Replace the module's Gumbel sampler by known_noise for the rows of the logits; with
+    offset=[t] (a list), positions continue from t (step-by-step decoding) and t advances."""
+
+    def sample(logits):
+        bsz, searches, length, retrievals = logits.shape
+        start = 0 if offset is None else offset[0]
+        noise = known_noise(bsz, searches, start + length, retrievals, logits.dtype)
+        if offset is not None:
+            offset[0] += length
+        return noise[:, :, start:]
+
+    m.sample_gumbel = sample
+    return m
+
+
+def make_gumbel(scoring, temperature=0.5, cross=False, **kwargs):
+    kwargs = dict(num_searches=4, num_retrievals=2, scoring=scoring) | kwargs
+    m = make(cross=cross, gumbel=True, gumbel_temperature=temperature, **kwargs)
+    return inject_noise(m)
+
+
+@pytest.mark.parametrize("scoring", SCORINGS)
+@pytest.mark.parametrize("query_from_search", [False, True])
+def test_gumbel_training_matches_reference_with_the_same_noise(scoring, query_from_search):
+    torch.manual_seed(7)
+    m = make_gumbel(scoring, query_from_search=query_from_search).train()
+    x = torch.randn(6, 3, D)
+    kpm = padding_mask([6, 4, 2], 6)
+    noise = known_noise(3, 4, 6, 2)
+    ref = reference(m, x, x, key_padding_mask=kpm, noise=noise)
+    for need_weights in (False, True):
+        out, _ = m(x, x, x, key_padding_mask=kpm, need_weights=need_weights)
+        torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    out, _ = m(x, x, x, attn_mask=causal_mask(6), need_weights=False)
+    ref = reference(m, x, x, attn_mask=causal_mask(6), noise=noise)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    # the noise matters: without it (evaluation) the output is another one
+    assert not torch.allclose(out, reference(m.eval(), x, x, attn_mask=causal_mask(6)), atol=1e-4)
+
+    c = make_gumbel(scoring, cross=True, query_from_search=query_from_search).train()
+    enc = torch.randn(7, 3, D)
+    kpm = padding_mask([7, 3, 5], 7, left=True)
+    out, _ = c(x, enc, enc, key_padding_mask=kpm, static_kv=True, need_weights=False)
+    torch.testing.assert_close(
+        out, reference(c, x, enc, key_padding_mask=kpm, noise=noise), atol=1e-5, rtol=1e-5
+    )
+
+
+@pytest.mark.parametrize("scoring", SCORINGS)
+def test_gumbel_is_plain_softmax_at_evaluation(scoring):
+    torch.manual_seed(8)
+    m = make(num_searches=4, num_retrievals=2, scoring=scoring, gumbel=True).eval()
+    plain = make(num_searches=4, num_retrievals=2, scoring=scoring)
+    plain.load_state_dict(m.state_dict())
+    x = torch.randn(5, 2, D)
+    out, _ = m(x, x, x, need_weights=False)
+    torch.testing.assert_close(out, plain(x, x, x, need_weights=False)[0], atol=0, rtol=0)
+    torch.testing.assert_close(out, reference(m, x, x), atol=1e-5, rtol=1e-5)
+
+
+def test_gumbel_sampler_draws_standard_gumbel_noise_and_varies_in_training():
+    torch.manual_seed(9)
+    m = make(num_searches=4, num_retrievals=2, gumbel=True).train()
+    noise = m.sample_gumbel(torch.zeros(50, 4, 100, 5, dtype=torch.float16))
+    assert noise.dtype == torch.float32 and noise.shape == (50, 4, 100, 5)
+    # Gumbel(0, 1): mean = Euler's gamma, variance = pi^2 / 6
+    assert abs(noise.mean().item() - 0.5772) < 0.02
+    assert abs(noise.var().item() - math.pi**2 / 6) < 0.05
+    x = torch.randn(5, 2, D)
+    m.keep_value_scores = True
+    first, _ = m(x, x, x, need_weights=False)
+    scores = m.last_value_scores
+    second, _ = m(x, x, x, need_weights=False)
+    assert not torch.allclose(first, second)
+    torch.testing.assert_close(scores.sum(-1), torch.ones(2, 4, 5))
+
+
+def test_gumbel_temperature_sharpens_the_value_scores():
+    torch.manual_seed(10)
+    x = torch.randn(5, 2, D)
+    maxima = []
+    for temperature in (4.0, 1.0, 0.05):
+        m = make_gumbel("dot", temperature=temperature).train()
+        m.keep_value_scores = True
+        m(x, x, x, need_weights=False)
+        maxima.append(m.last_value_scores.max(-1).values.mean().item())
+    assert maxima[0] < maxima[1] < maxima[2] and maxima[2] > 0.95
+
+
+@pytest.mark.parametrize("scoring", SCORINGS)
+def test_gumbel_incremental_decoding_equals_full_forward(scoring):
+    """Evaluation (what generation runs): plain softmax, cached steps = full forward. Training with
+    known noise: the same, step by step (noise by position), with relative positions."""
+    torch.manual_seed(11)
+    rel = build_relative_positions("eb", 3, D // 4, 4)
+    m = make_gumbel(scoring, query_from_search=True, relative_positions=rel)
+    x = torch.randn(6, 3, D)
+    for training in (False, True):
+        m.train(training)
+        inject_noise(m)
+        full, _ = m(x, x, x, attn_mask=causal_mask(6), need_weights=False)
+        inject_noise(m, offset=[0])
+        torch.testing.assert_close(decode_step_by_step(m, x), full, atol=1e-5, rtol=1e-5)
+
+    c = make_gumbel(scoring, cross=True).eval()
+    enc = torch.randn(5, 3, D)
+    kpm = padding_mask([5, 2, 4], 5, left=True)
+    full, _ = c(x, enc, enc, key_padding_mask=kpm, need_weights=False)
+    steps = decode_step_by_step(c, x, enc, kpm)
+    torch.testing.assert_close(steps, full, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "config",
+    OPTION_CONFIGS
+    + [dict(num_searches=4, num_retrievals=2, scoring=s, gumbel=True) for s in SCORINGS],
+)
+def test_options_padding_invariance(config):
+    """Right-padded queries/keys (self) and left-padded sources (cross); in training with known
+    Gumbel noise where the config has it (noise depends on the position, not the batch row)."""
+    torch.manual_seed(12)
+    m = inject_noise(make(**config)).train(config.get("gumbel", False))
+    sentence = torch.randn(4, 1, D)
+    alone, _ = m(sentence, sentence, sentence, need_weights=False)
+    batch = torch.randn(7, 3, D)
+    batch[:4, 1:2] = sentence
+    kpm = padding_mask([7, 4, 6], 7)
+    out, _ = m(batch, batch, batch, key_padding_mask=kpm, need_weights=False)
+    torch.testing.assert_close(out[:4, 1:2], alone, atol=1e-5, rtol=1e-5)
+
+    c = inject_noise(make(cross=True, **config)).train(config.get("gumbel", False))
+    y = torch.randn(3, 2, D)
+    cross_alone, _ = c(y[:, :1], sentence, sentence, need_weights=False)
+    src = torch.randn(7, 2, D)
+    src[3:, :1] = sentence
+    kpm = padding_mask([4, 7], 7, left=True)
+    cross, _ = c(y, src, src, key_padding_mask=kpm, need_weights=False)
+    torch.testing.assert_close(cross[:, :1], cross_alone, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "config",
+    OPTION_CONFIGS
+    + [dict(num_searches=4, num_retrievals=2, scoring=s, gumbel=True) for s in SCORINGS],
+)
+def test_options_gradients_are_exact_and_reach_every_parameter(config):
+    """Numerical gradients (float64, known Gumbel noise in training) of the output with respect to
+    the queries, keys and the retrieval parameters; every parameter gets a finite gradient."""
+    torch.manual_seed(13)
+    m = inject_noise(make(**(config | {"retrieval_qk_dim": 4}))).double().train()
+    x = torch.randn(3, 2, D, dtype=torch.float64, requires_grad=True)
+    enc = torch.randn(4, 2, D, dtype=torch.float64, requires_grad=True)
+    kpm = padding_mask([4, 3], 4)
+    params = [p for n, p in m.named_parameters() if n.startswith("retrieval")]
+
+    def out(x, enc, *_):
+        return m(x, enc, enc, key_padding_mask=kpm, need_weights=False)[0]
+
+    assert torch.autograd.gradcheck(out, (x, enc, *params), fast_mode=True)
+    m.float().zero_grad()
+    xf = torch.randn(5, 2, D)
+    m(xf, xf, xf, need_weights=False)[0].pow(2).sum().backward()
+    for name, p in m.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all(), name
+    if config["scoring"] == "learned-key":
+        assert m.retrieval_keys.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("S,R,ds,attn_dim", [(8, 8, 32, 64), (4, 2, 16, 32), (2, 4, 8, 64)])
+@pytest.mark.parametrize("scoring", SCORINGS + ["mlp-linear"])
+@pytest.mark.parametrize("query_from_search", [False, True])
+def test_option_parameter_counts_match_formula(S, R, ds, attn_dim, scoring, query_from_search):
+    d = 64
+    dh, dv = d // S, attn_dim // R
+    m = CompositionalAttention(
+        d,
+        S,
+        R,
+        retrieval_qk_dim=ds,
+        attn_dim=attn_dim,
+        scoring="mlp" if scoring == "mlp-linear" else scoring,
+        mlp_hidden=0 if scoring == "mlp-linear" else None,
+        query_from_search=query_from_search,
+        gumbel=True,  # no parameters
+        self_attention=True,
+    )
+    weights = 2 * d * d + d * attn_dim + S * dv * d
+    biases = 2 * d + attn_dim + d
+    # retrieval query: Linear(d, S d_s), or Linear(d_h, d_s) shared by the searches
+    weights += dh * ds if query_from_search else d * S * ds
+    biases += ds if query_from_search else S * ds
+    if scoring == "dot":  # retrieval key Linear(d_v, d_s)
+        weights, biases = weights + dv * ds, biases + ds
+    elif scoring == "learned-key":  # R keys of width d_s
+        weights += R * ds
+    elif scoring == "mlp":  # Linear(d_v + d_s, d_s), ReLU, Linear(d_s, 1)
+        weights, biases = weights + (dv + ds) * ds + ds, biases + ds + 1
+    else:  # linear scorer Linear(d_v + d_s, 1)
+        weights, biases = weights + dv + ds, biases + 1
+    assert sum(p.numel() for p in m.parameters()) == weights + biases
+    assert sum(p.numel() for p in m.parameters() if p.dim() == 2) == weights
+
+
+@pytest.mark.parametrize("scoring", SCORINGS)
+@pytest.mark.parametrize("query_from_search", [False, True])
+def test_retrieval_weights_are_xavier_uniform_with_gain_one_over_sqrt2(scoring, query_from_search):
+    torch.manual_seed(14)
+    m = CompositionalAttention(
+        256, 8, 8, 32, scoring=scoring, query_from_search=query_from_search, self_attention=True
+    )
+    weights = {"retrieval_query_proj": m.retrieval_query_proj.weight}
+    if scoring == "dot":
+        weights["retrieval_key_proj"] = m.retrieval_key_proj.weight
+    elif scoring == "learned-key":
+        weights["retrieval_keys"] = m.retrieval_keys
+    else:
+        weights["scorer0"], weights["scorer2"] = (
+            m.retrieval_scorer[0].weight,
+            m.retrieval_scorer[2].weight,
+        )
+    for name, w in weights.items():
+        fan_out, fan_in = w.shape
+        bound = math.sqrt(6 / (fan_in + fan_out)) / math.sqrt(2)
+        assert w.abs().max() <= bound, name
+        # (PyTorch's default bound 1/sqrt(fan_in) is below 0.83 of this one for these shapes)
+        assert w.abs().max() > (0.9 if w.numel() >= 256 else 0.75) * bound, name
+        if w.numel() >= 256:  # uniform on [-bound, bound]: std = bound / sqrt(3)
+            assert abs(w.std().item() / (bound / math.sqrt(3)) - 1) < 0.1, name
+
+
+def test_mlp_scorer_defaults_to_a_hidden_layer_of_width_ds_and_zero_stays_linear():
+    m = CompositionalAttention(D, 4, 2, 8, scoring="mlp")
+    assert isinstance(m.retrieval_scorer, torch.nn.Sequential)
+    assert m.retrieval_scorer[0].out_features == 8
+    linear = CompositionalAttention(D, 4, 2, 8, scoring="mlp", mlp_hidden=0)
+    assert isinstance(linear.retrieval_scorer, torch.nn.Linear)
+
+
+def test_linear_mlp_scorer_ignores_the_query():
+    """Why the default MLP has a hidden layer: without one, the query's term is the same for every
+    retrieval and cancels in the softmax over retrievals."""
+    torch.manual_seed(15)
+    m = make(num_searches=4, num_retrievals=2, scoring="mlp", mlp_hidden=0)
+    m.keep_value_scores = True
+    x = torch.randn(5, 2, D)
+    m(x, x, x, need_weights=False)
+    before = m.last_value_scores
+    with torch.no_grad():
+        m.retrieval_query_proj.weight.normal_()
+    m(x, x, x, need_weights=False)
+    torch.testing.assert_close(m.last_value_scores, before)
+
+
+@pytest.mark.parametrize(
+    "kwargs,flag",
+    [
+        (dict(gumbel=True, gumbel_temperature=0.0), "--retrieval-gumbel-temperature"),
+        (dict(gumbel=True, gumbel_temperature=-1.0), "--retrieval-gumbel-temperature"),
+        (dict(gumbel_temperature=float("nan")), "--retrieval-gumbel-temperature"),
+        (dict(scoring="mlp", mlp_hidden=-1), "--retrieval-mlp-hidden"),
+        (dict(scoring="learned", retrieval_qk_dim=8), "--retrieval-scoring"),
+    ],
+)
+def test_impossible_option_values_name_the_flag(kwargs, flag):
+    with pytest.raises(ValueError, match=flag):
+        CompositionalAttention(D, 4, 2, **kwargs)

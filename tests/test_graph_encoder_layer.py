@@ -9,7 +9,7 @@ from attention_testing import padding_mask, randomize
 from fairseq.models.transformer import TransformerConfig
 from fairseq.modules import MultiheadAttention
 
-from fairseq_plugins.modules.graph_encoder_layer import GraphEncoderLayer
+from fairseq_plugins.modules.graph_encoder import GraphEncoderLayer
 from fairseq_plugins.variant_config import VariantConfig
 
 D, H = 32, 4

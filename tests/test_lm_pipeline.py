@@ -3,6 +3,7 @@ prepare-wikitext.sh -> train-lm.sh (tiny stock transformer_lm) -> eval-lm.sh -> 
 
 import math
 import re
+import shlex
 
 import pytest
 from conftest import ROOT, run
@@ -20,10 +21,10 @@ TINY_LM = [
 
 
 @pytest.fixture(scope="module")
-def wt2_bin(shared_data, tmp_path_factory):
+def wt2_bin(wikitext2_data, tmp_path_factory):
     out = tmp_path_factory.mktemp("wt2")
     proc = run(
-        ["bash", SCRIPTS / "prepare-wikitext.sh", "2", shared_data / "wikitext-2", "--out", out]
+        ["bash", SCRIPTS / "prepare-wikitext.sh", "2", wikitext2_data, "--out", out]
         + ["--max-train-lines", "1500", "--max-eval-lines", "120"],
         env=ENV,
     )
@@ -112,6 +113,18 @@ def test_script_errors(args, named, tmp_path):
     assert len(lines) == 1 and named in lines[0], proc.stderr
 
 
+def parse_lm_config(arch, train_args):
+    from types import SimpleNamespace
+
+    from conftest import USER_DIR
+    from fairseq import options, utils
+
+    utils.import_user_module(SimpleNamespace(user_dir=USER_DIR))
+    parser = options.get_training_parser(default_task="language_modeling")
+    argv = ["/nonexistent", "--task", "language_modeling", "--user-dir", USER_DIR, "--arch", arch]
+    return options.parse_args_and_arch(parser, argv + shlex.split(train_args))
+
+
 def test_help_and_configs():
     for script in ("prepare-wikitext.sh", "train-lm.sh", "eval-lm.sh"):
         assert run(["bash", SCRIPTS / script, "--help"]).stdout.startswith("Usage:")
@@ -122,15 +135,28 @@ def test_help_and_configs():
         settings[cfg.stem] = (lines[0], " ".join(lines[1:]))
     arch, args = settings["wikitext103-compositional"]
     assert arch == "compositional_transformer_lm_wiki103"
-    for flag in (
-        "--attention-type compositional", "--share-decoder-layers", "--decoder-layers 6",
-        "--decoder-embed-dim 512", "--decoder-ffn-embed-dim 2048", "--decoder-attention-heads 8",
-        "--decoder-normalize-before", "--share-decoder-input-output-embed", "--adam-betas (0.9,0.98)",
-        "--weight-decay 0.01", "--lr-scheduler inverse_sqrt", "--warmup-updates 4000", "--lr 0.004",
-        "--tokens-per-sample 512",
-    ):  # fmt: skip
-        assert flag in args
+    # The paper's model comes from the arch (the config sets training only): check what fairseq's
+    # parser makes of arch + config, as fairseq-train would.
+    parsed = parse_lm_config(arch, args)
+    expected = dict(
+        attention_type="compositional", share_decoder_layers=True, decoder_layers=6,
+        decoder_embed_dim=512, decoder_ffn_embed_dim=2048, decoder_attention_heads=8,
+        decoder_normalize_before=True, share_decoder_input_output_embed=True, dropout=0.1,
+        attention_dropout=0.1, activation_dropout=0.1,
+        adam_betas="(0.9,0.98)", weight_decay=0.01, lr_scheduler="inverse_sqrt",
+        warmup_updates=4000, lr=[0.004], tokens_per_sample=512, retrieval_qk_dim=32,
+    )  # fmt: skip
+    assert {k: getattr(parsed, k) for k in expected} == expected
     arch, args = settings["wikitext103-baseline"]
     assert arch == "compositional_transformer_lm_wiki103_baseline"
-    assert "--lr 0.002" in args and "--attention-type multihead" in args
+    baseline = parse_lm_config(arch, args)
+    assert baseline.lr == [0.002] and baseline.attention_type == "multihead"
+    # the presets' layer sharing can be turned off
+    unshared = parse_lm_config(arch, args + " --no-share-decoder-layers")
+    assert not unshared.share_decoder_layers and parsed.share_decoder_layers
+    comp2 = parse_lm_config(*settings["wikitext2-small-compositional"])
+    plain2 = parse_lm_config(*settings["wikitext2-small"])
+    assert comp2.share_decoder_layers and comp2.lr == [0.004] and plain2.lr == [0.002]
+    for k in ("decoder_embed_dim", "decoder_layers", "tokens_per_sample", "max_update", "dropout"):
+        assert getattr(comp2, k) == getattr(plain2, k), k
     assert settings["wikitext2-small"][0] == "transformer_lm"

@@ -15,7 +15,8 @@ from test_variant_models import TINY
 
 from fairseq_plugins.modules.compositional_attention import CompositionalAttention
 from fairseq_plugins.modules.copy_generator import CopyGenerator
-from fairseq_plugins.modules.graph_encoder_layer import GraphEncoderLayer
+from fairseq_plugins.modules.graph_encoder import GraphEncoderLayer
+from fairseq_plugins.modules.relative_positions import build_relative_positions
 from fairseq_plugins.modules.sdpa_multihead_attention import SDPAMultiheadAttention
 from fairseq_plugins.variant_config import VariantConfig
 
@@ -28,9 +29,9 @@ PROPERTY = settings(max_examples=15, deadline=None, derandomize=True)
 
 def make_attention(kind, cross=False, radius=2, searches=H, retrievals=H, seed=0):
     role = dict(encoder_decoder_attention=True, kdim=KDIM) if cross else {"self_attention": True}
-    rel = {"rel_pos_radius": radius}
-    if kind.startswith("rel-") or kind == "comp-rel-eb":
-        rel["rel_pos"] = kind.rsplit("-", 1)[1]
+    mode = kind.rsplit("-", 1)[1] if kind.startswith("rel-") or kind == "comp-rel-eb" else "none"
+    heads = H if kind.startswith("rel-") else searches
+    rel = {"relative_positions": build_relative_positions(mode, radius, D // heads, heads)}
     if kind == "multihead":
         m = MultiheadAttention(D, H, vdim=role.get("kdim"), **role)
     elif kind.startswith("rel-"):

@@ -14,10 +14,10 @@ TINY += "--max-tokens 1500 --no-progress-bar --log-interval 1 --no-epoch-checkpo
 
 
 @pytest.fixture(scope="module")
-def multi30k(shared_data, tmp_path_factory):
+def multi30k(multi30k_data, tmp_path_factory):
     out = tmp_path_factory.mktemp("m30k")
     proc = run(
-        ["bash", ROOT / "scripts/prepare-multi30k.sh", out, "--raw-dir", shared_data / "multi30k"]
+        ["bash", ROOT / "scripts/prepare-multi30k.sh", out, "--raw-dir", multi30k_data]
         + ["--max-train-lines", "600", "--max-eval-lines", "30", "--vocab-size", "600"]
     )
     assert "train 600, valid 30, test 30" in proc.stdout

@@ -4,7 +4,7 @@ fairseq-generate's beam search from the checkpoint; the LM preset is scored by f
 import re
 
 import pytest
-from conftest import SHARED_DATA, USER_DIR, run
+from conftest import USER_DIR, run
 
 TRAIN = ["--optimizer", "adam", "--lr", "5e-4", "--max-tokens", "400", "--max-update", "2"]
 TRAIN += ["--no-progress-bar", "--log-interval", "1", "--no-epoch-checkpoints", "--cpu"]
@@ -25,6 +25,12 @@ PRESETS = [
     ("graph_transformer_wmt_en_de", ["--graph-fusion", "self-gate", "--graph-shared-qkv"], 5),
     ("compgen_rel2_eb_c", [], 4),
     ("compgen_small_4s", ["--attention-type", "compositional", "--rel-pos", "e"], 4),
+    (  # the official options of issue 12 (Gumbel noise in training, plain softmax in decoding)
+        "compositional_transformer_iwslt_de_en",
+        ["--retrieval-scoring", "learned-key", "--retrieval-query-from-search", "--rel-pos", "e"]
+        + ["--retrieval-gumbel", "--retrieval-gumbel-temperature", "0.5"],
+        4,
+    ),
 ]
 
 
@@ -58,8 +64,8 @@ def test_preset_trains_and_generates(demo_bin, tmp_path, arch, extra, beam):
 
 
 @pytest.mark.slow
-def test_compositional_lm_preset_trains_and_eval_lm_scores_it(tmp_path):
-    text = (SHARED_DATA / "wikitext-2" / "valid.txt").read_text().splitlines()
+def test_compositional_lm_preset_trains_and_eval_lm_scores_it(wikitext2_data, tmp_path):
+    text = (wikitext2_data / "valid.txt").read_text().splitlines()
     (tmp_path / "train.txt").write_text("\n".join(text[:400]) + "\n")
     (tmp_path / "valid.txt").write_text("\n".join(text[400:500]) + "\n")
     run(

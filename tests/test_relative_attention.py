@@ -9,7 +9,10 @@ from attention_testing import causal_mask, decode_step_by_step, padding_mask, ra
 from fairseq.modules import MultiheadAttention
 
 from fairseq_plugins.modules.compositional_attention import CompositionalAttention
-from fairseq_plugins.modules.relative_positions import RelativePositionBias
+from fairseq_plugins.modules.relative_positions import (
+    RelativePositionBias,
+    build_relative_positions,
+)
 from fairseq_plugins.modules.sdpa_multihead_attention import SDPAMultiheadAttention
 
 D, H = 32, 4
@@ -52,9 +55,7 @@ def make(mode, cross=False, radius=3, per_head=False):
         H,
         self_attention=not cross,
         encoder_decoder_attention=cross,
-        rel_pos=mode,
-        rel_pos_radius=radius,
-        rel_pos_bias_per_head=per_head,
+        relative_positions=build_relative_positions(mode, radius, D // H, H, per_head),
     )
     return randomize(m).eval()
 
@@ -111,8 +112,7 @@ def test_incremental_decoding_equals_full_forward(mode, compositional):
                 8,
                 self_attention=not cross,
                 encoder_decoder_attention=cross,
-                rel_pos=mode,
-                rel_pos_radius=3,
+                relative_positions=build_relative_positions(mode, 3, D // 4, 4),
             )
             return randomize(m).eval()
     else:
@@ -187,7 +187,8 @@ def test_padding_invariance_left_and_right(mode):
 def test_weights_are_returned_only_when_asked(mode):
     """fairseq (e.g. eval-lm's scorer) indexes whatever weights come back: like its own
     MultiheadAttention, return none unless need_weights, whichever internal path ran."""
-    m = SDPAMultiheadAttention(D, H, self_attention=True, rel_pos=mode).train()
+    rel = build_relative_positions(mode, 16, D // H, H)
+    m = SDPAMultiheadAttention(D, H, self_attention=True, relative_positions=rel).train()
     c = CompositionalAttention(D, 4, 4, 8, self_attention=True).train()
     for module in (m, c):
         for length in (3, 300):  # small and large problems take different paths

@@ -1,4 +1,4 @@
-"""scripts/significance.sh (bleu_significance.py) and scripts/compare-nmt.sh.
+"""scripts/significance.sh (bleu-significance.py) and scripts/compare-nmt.sh.
 
 Systems are built from real Multi30k English test references by deleting words at a fixed rate
 (deterministically), so "clearly better" and "no real difference" are known by construction.
@@ -28,11 +28,9 @@ def corrupt(lines, rate, seed):
 
 
 @pytest.fixture(scope="module")
-def corpus(shared_data, tmp_path_factory):
+def corpus(multi30k_data, tmp_path_factory):
     d = tmp_path_factory.mktemp("sig")
-    with gzip.open(
-        shared_data / "multi30k" / "test_2016_flickr.en.gz", "rt", encoding="utf-8"
-    ) as fh:
+    with gzip.open(multi30k_data / "test_2016_flickr.en.gz", "rt", encoding="utf-8") as fh:
         refs = [next(fh).rstrip("\n") for _ in range(N_SENT)]
     files = {
         "ref": refs,

@@ -43,6 +43,43 @@ VARIANTS = {
         "--share-encoder-layers",
         "--share-decoder-layers",
     ],
+    # The official options (issue 12) in every role, with relative positions and layer sharing.
+    "compositional-learned-key-qcompose-gumbel-rel2-shared": [
+        "--arch",
+        "variant_transformer",
+        "--attention-type",
+        "compositional",
+        "--num-retrievals",
+        "2",
+        "--retrieval-qk-dim",
+        "8",
+        "--retrieval-scoring",
+        "learned-key",
+        "--retrieval-query-from-search",
+        "--retrieval-gumbel",
+        "--rel-pos",
+        "eb",
+        "--rel-pos-cross",
+        "--rel-pos-radius",
+        "2",
+        "--share-encoder-layers",
+        "--share-decoder-layers",
+    ],
+    "compositional-mlp-qcompose-gumbel-rel-b": [
+        "--arch",
+        "variant_transformer",
+        "--attention-type",
+        "compositional",
+        "--retrieval-scoring",
+        "mlp",
+        "--retrieval-query-from-search",
+        "--retrieval-gumbel",
+        "--retrieval-gumbel-temperature",
+        "0.5",
+        "--rel-pos",
+        "b",
+        "--share-decoder-layers",
+    ],
     "rel2-eb-copy": [
         "--arch",
         "variant_transformer",
@@ -214,3 +251,33 @@ def test_language_model_presets_build_and_decode_incrementally():
                 out = model.decoder(tokens[:, : t + 1], incremental_state=state)
                 steps.append(model.get_normalized_probs(out, log_probs=True)[:, -1:])
         torch.testing.assert_close(torch.cat(steps, 1), full, atol=2e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "compositional-learned-key-qcompose-gumbel-rel2-shared",
+        "compositional-mlp-qcompose-gumbel-rel-b",
+    ],
+)
+def test_official_options_reach_every_attention_and_gumbel_noise_is_on_in_training_only(name):
+    model = model_for(name)
+    _, args = build(VARIANTS[name] + TINY)
+    attentions = [layer.self_attn for layer in model.encoder.layers]
+    attentions += [layer.self_attn for layer in model.decoder.layers]
+    attentions += [layer.encoder_attn for layer in model.decoder.layers]
+    for attn in attentions:
+        assert attn.scoring == args.retrieval_scoring and attn.query_from_search and attn.gumbel
+        assert attn.gumbel_temperature == float(args.retrieval_gumbel_temperature)
+        assert attn.relative_positions is not None or attn.encoder_decoder_attention
+    src, lengths, tgt = batch()
+    with torch.no_grad():  # evaluation: plain softmax, deterministic
+        torch.testing.assert_close(
+            full_log_probs(model, src, lengths, tgt), full_log_probs(model, src, lengths, tgt)
+        )
+    model.train()  # --dropout 0: only the Gumbel noise differs between two passes
+    first = full_log_probs(model, src, lengths, tgt)
+    assert not torch.allclose(first, full_log_probs(model, src, lengths, tgt))
+    first.sum().backward()
+    for pname, p in model.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all(), pname

@@ -4,4 +4,4 @@
 #   bash scripts/eval-lm.sh checkpoints/wt103-baseline/checkpoint_best.pt data-bin/wikitext-103/bin --context-window 400
 source "$(dirname "${BASH_SOURCE[0]}")/wikitext103-compositional.sh"
 ARCH=compositional_transformer_lm_wiki103_baseline
-TRAIN_ARGS+=(--attention-type multihead --lr 0.002)  # later flags win
+TRAIN_ARGS+=(--lr 0.002)  # later flags win

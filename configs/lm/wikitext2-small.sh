@@ -1,5 +1,5 @@
 # WikiText-2, tiny stock transformer_lm for CPU (a few minutes on 2 cores, including evaluation).
-#   bash scripts/prepare-wikitext.sh 2 ../shared/data/wikitext-2 --out data-bin/wikitext-2
+#   bash scripts/prepare-wikitext.sh 2 --out data-bin/wikitext-2
 #   bash scripts/train-lm.sh configs/lm/wikitext2-small.sh data-bin/wikitext-2/bin checkpoints/wt2-small
 #   bash scripts/eval-lm.sh checkpoints/wt2-small/checkpoint_best.pt data-bin/wikitext-2/bin --context-window 64
 # Pre-norm, tied embeddings and the paper's optimizer settings, scaled down (warm-up 100 updates,

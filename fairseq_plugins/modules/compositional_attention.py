@@ -12,36 +12,39 @@ Fast path: the R value projections are one Linear(d, attn_dim), so ONE fused att
 forward gives every O_ij (values of all retrievals concatenated on features, shared by the searches).
 The retrieval key is folded into the query, ``q_i . (O_ij W_rk + b) = O_ij . (q_i W_rk) + q_i . b``,
 so the (..., R, d_s) key tensor is never built. No Python loop over searches or retrievals.
+
+Options of the official implementation (official fairseq fork, ``compositional_attention.py`` and
+``compositional_attention_func.py``; not in METHOD.md section 1, see the README's Method choices):
+  scoring "mlp"           c_ij = softmax_j(MLP([O_ij ; q_i])); with no hidden layer q_i's term is
+                          the same for every j and cancels in the softmax (the official code alike),
+                          so the default MLP has one hidden ReLU layer of width d_s (the official
+                          ``nonlinear=True``); mlp_hidden=0 keeps the linear scorer.
+  scoring "learned-key"   c_ij = softmax_j(q_i . key_j) with R learned keys of width d_s (the
+                          official ``_func`` module): the scores do not depend on O_ij.
+  query_from_search       q_i = (Q_i / sqrt(d_h)) W_rq / sqrt(d_s) with one Linear(d_h, d_s) shared
+                          by the searches (the official ``--q-compose``), instead of X W_rq,i.
+  gumbel                  in training, c_ij = softmax_j((l_ij + g_ij) / tau), g_ij ~ Gumbel(0, 1)
+                          i.i.d. (the official ``--gumbel``: soft, tau = 1.0 by default); plain
+                          softmax at evaluation, as issue 12 describes the official code (METHOD.md
+                          does not say; no hard / straight-through variant).
+Initialisation as the official module: Xavier-uniform with gain 1/sqrt(2) on the retrieval query
+and key projections, the learned keys and the score network's weights.
 """
+
+import math
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .fused_attention import FusedAttention
+from .biased_attention import BiasedAttention, split_width
+from .numerics import at_least_float32, softmax_fp32
+from .relative_positions import build_relative_positions
 
-SCORING_CHOICES = ("dot", "mlp")
-
-
-def check_compositional_dims(embed_dim, num_searches, num_retrievals, attn_dim, search_dim=None):
-    """Raise a ValueError naming the flag for an impossible setting."""
-    if num_searches < 1:
-        raise ValueError(f"--num-searches must be >= 1 (got {num_searches})")
-    if num_retrievals < 1:
-        raise ValueError(f"--num-retrievals must be >= 1 (got {num_retrievals})")
-    search_dim = search_dim or embed_dim
-    if search_dim % num_searches:
-        raise ValueError(
-            f"model dimension {search_dim} is not divisible by --num-searches {num_searches}"
-        )
-    if attn_dim % num_retrievals:
-        raise ValueError(
-            f"--compositional-attn-dim {attn_dim} is not divisible by --num-retrievals "
-            f"{num_retrievals}"
-        )
+RETRIEVAL_SCORINGS = ("dot", "mlp", "learned-key")  # the choices of --retrieval-scoring
 
 
-class CompositionalAttention(FusedAttention):
+class CompositionalAttention(BiasedAttention):
     def __init__(
         self,
         embed_dim,
@@ -50,7 +53,10 @@ class CompositionalAttention(FusedAttention):
         retrieval_qk_dim=32,
         attn_dim=None,
         scoring="dot",
-        mlp_hidden=0,
+        mlp_hidden=None,
+        query_from_search=False,
+        gumbel=False,
+        gumbel_temperature=1.0,
         dropout=0.0,
         self_attention=False,
         encoder_decoder_attention=False,
@@ -58,44 +64,69 @@ class CompositionalAttention(FusedAttention):
         vdim=None,
         search_dim=None,
         bias=True,
-        rel_pos="none",
-        rel_pos_radius=16,
-        rel_pos_bias_per_head=False,
+        relative_positions=None,
+        q_noise=0.0,
+        qn_block_size=8,
     ):
-        attn_dim = attn_dim or embed_dim
+        attn_dim = embed_dim if attn_dim is None else attn_dim
         search_dim = search_dim or embed_dim
-        check_compositional_dims(embed_dim, num_searches, num_retrievals, attn_dim, search_dim)
+        head_dim = split_width(search_dim, num_searches, "searches")
+        if attn_dim < 1:
+            raise ValueError(f"--compositional-attn-dim must be >= 1 (got {attn_dim})")
+        value_dim = split_width(attn_dim, num_retrievals, "retrievals", "retrieval value width")
         if retrieval_qk_dim < 1:
             raise ValueError(f"--retrieval-qk-dim must be >= 1 (got {retrieval_qk_dim})")
-        if scoring not in SCORING_CHOICES:
-            raise ValueError(f"--retrieval-scoring must be dot or mlp (got {scoring!r})")
+        if scoring not in RETRIEVAL_SCORINGS:
+            raise ValueError(
+                f"--retrieval-scoring must be one of {', '.join(RETRIEVAL_SCORINGS)} "
+                f"(got {scoring!r})"
+            )
+        # None: one hidden layer of width d_s (the official nonlinear scorer); 0: linear (the
+        # meaning of 0 in checkpoints saved before the default changed, so they load as they were).
+        mlp_hidden = retrieval_qk_dim if mlp_hidden is None else mlp_hidden
+        if mlp_hidden < 0:
+            raise ValueError(f"--retrieval-mlp-hidden must be >= 0 (got {mlp_hidden})")
+        if not gumbel_temperature > 0 or not math.isfinite(gumbel_temperature):
+            raise ValueError(
+                f"--retrieval-gumbel-temperature must be a finite number > 0 "
+                f"(got {gumbel_temperature})"
+            )
         super().__init__(
             embed_dim,
             num_searches,
-            search_dim // num_searches,
+            head_dim,
             dropout,
             self_attention,
             encoder_decoder_attention,
-            rel_pos,
-            rel_pos_radius,
-            rel_pos_bias_per_head,
+            relative_positions,
+            q_noise,
+            qn_block_size,
         )
         self.num_searches = num_searches
         self.num_retrievals = num_retrievals
         self.search_dim = search_dim
         self.attn_dim = attn_dim
-        self.value_dim = attn_dim // num_retrievals
+        self.value_dim = value_dim
         self.retrieval_qk_dim = retrieval_qk_dim
         self.scoring = scoring
-        self.kdim = kdim or embed_dim
-        self.vdim = vdim or embed_dim
-
-        self.q_proj = nn.Linear(embed_dim, search_dim, bias=bias)
-        self.k_proj = nn.Linear(self.kdim, search_dim, bias=bias)
-        self.v_proj = nn.Linear(self.vdim, attn_dim, bias=bias)
-        self.retrieval_query_proj = nn.Linear(embed_dim, num_searches * retrieval_qk_dim, bias=bias)
+        self.query_from_search = query_from_search
+        self.gumbel = gumbel
+        self.gumbel_temperature = float(gumbel_temperature)
+        self.build_input_projections(kdim, vdim, search_dim, attn_dim, bias=bias)
+        if query_from_search:
+            # One map shared by the searches, on the scaled search query Q_i / sqrt(d_h). Plain
+            # Linear: d_h need not be a multiple of the quantization-noise block size.
+            self.retrieval_query_proj = nn.Linear(self.head_dim, retrieval_qk_dim, bias=bias)
+        else:
+            self.retrieval_query_proj = self.projection(
+                embed_dim, num_searches * retrieval_qk_dim, bias=bias
+            )
+        self._search_queries = None  # Q of the current forward, for query_from_search
+        # Used through their weights (folded / split, see value scores), so no quantization noise.
         if scoring == "dot":
             self.retrieval_key_proj = nn.Linear(self.value_dim, retrieval_qk_dim, bias=bias)
+        elif scoring == "learned-key":
+            self.retrieval_keys = nn.Parameter(torch.empty(num_retrievals, retrieval_qk_dim))
         elif mlp_hidden > 0:
             self.retrieval_scorer = nn.Sequential(
                 nn.Linear(self.value_dim + retrieval_qk_dim, mlp_hidden),
@@ -104,17 +135,71 @@ class CompositionalAttention(FusedAttention):
             )
         else:
             self.retrieval_scorer = nn.Linear(self.value_dim + retrieval_qk_dim, 1)
-        self.out_proj = nn.Linear(num_searches * self.value_dim, embed_dim, bias=bias)
+        self.out_proj = self.projection(num_searches * self.value_dim, embed_dim, bias=bias)
 
-        # Analysis hook: set keep_value_scores = True to keep the last value scores (B, S, T, R).
+        # Analysis hooks. keep_value_scores: keep the last value scores c_ij, (B, S, T, R), in
+        # last_value_scores. value_scores_override: a function (O_ij (B, S, T, R, d_v), query)
+        # -> c_ij used instead of the learned scores (e.g. the identity, which reduces the module
+        # to multi-head attention).
         self.keep_value_scores = False
         self.last_value_scores = None
+        self.value_scores_override = None
         self.reset_parameters()
+
+    def reset_parameters(self):
+        """fairseq's initialisation of q/k/v/out; the retrieval query/key projections, learned keys
+        and score network weights Xavier-uniform with gain 1/sqrt(2), as the official module."""
+        super().reset_parameters()
+        weights = [self.retrieval_query_proj.weight]
+        if self.scoring == "dot":
+            weights.append(self.retrieval_key_proj.weight)
+        elif self.scoring == "learned-key":
+            weights.append(self.retrieval_keys)
+        else:
+            weights += [
+                m.weight for m in self.retrieval_scorer.modules() if isinstance(m, nn.Linear)
+            ]
+        for weight in weights:
+            nn.init.xavier_uniform_(weight, gain=1 / math.sqrt(2))
+
+    @classmethod
+    def from_options(cls, options, spec):
+        """Built from the variant options for one attention (an AttentionSpec)."""
+        width = spec.inner_dim or spec.embed_dim
+        searches = spec.num_heads if options.num_searches is None else options.num_searches
+        retrievals = spec.num_heads if options.num_retrievals is None else options.num_retrievals
+        relative_positions = build_relative_positions(
+            options.rel_pos_for(spec.role),
+            options.rel_pos_radius,
+            split_width(width, searches, "searches"),
+            searches,
+            options.rel_pos_bias_per_head,
+        )
+        return cls(
+            spec.embed_dim,
+            searches,
+            retrievals,
+            retrieval_qk_dim=options.retrieval_qk_dim,
+            attn_dim=width
+            if options.compositional_attn_dim is None
+            else options.compositional_attn_dim,
+            scoring=options.retrieval_scoring,
+            mlp_hidden=options.retrieval_mlp_hidden,
+            query_from_search=options.retrieval_query_from_search,
+            gumbel=options.retrieval_gumbel,
+            gumbel_temperature=options.retrieval_gumbel_temperature,
+            search_dim=width,
+            relative_positions=relative_positions,
+            **spec.module_kwargs(),
+        )
 
     def project_query(self, query):
         tgt_len, bsz, _ = query.shape
         q = self.q_proj(query).view(tgt_len, bsz, self.num_searches, self.head_dim)
-        return q.permute(1, 2, 0, 3)
+        q = q.permute(1, 2, 0, 3)
+        if self.query_from_search:
+            self._search_queries = q  # taken (and released) by retrieval_queries in this forward
+        return q
 
     def project_key_value(self, key, value):
         src_len, bsz, _ = key.shape
@@ -124,55 +209,95 @@ class CompositionalAttention(FusedAttention):
         return k.permute(1, 2, 0, 3), v
 
     def retrieval_queries(self, query):
-        """q_i = X W_rq,i / sqrt(d_s): (B, S, Tq, d_s)."""
+        """q_i = X W_rq,i / sqrt(d_s), or with query_from_search q_i = (Q_i / sqrt(d_h)) W_rq /
+        sqrt(d_s) from this forward's search queries: (B, S, Tq, d_s)."""
+        if self.query_from_search:
+            q, self._search_queries = self._search_queries, None
+            if q is None:
+                raise RuntimeError("query_from_search: no search queries from project_query")
+            rq = self.retrieval_query_proj(q * self.scaling)
+            return rq * self.retrieval_qk_dim**-0.5
         tgt_len, bsz, _ = query.shape
         rq = self.retrieval_query_proj(query).view(
             tgt_len, bsz, self.num_searches, self.retrieval_qk_dim
         )
         return rq.permute(1, 2, 0, 3) * self.retrieval_qk_dim**-0.5
 
-    def value_scores(self, pairs, query):
-        """c_ij: softmax over retrievals, (B, S, Tq, R), from O_ij (B, S, Tq, R, d_v)."""
-        rq = self.retrieval_queries(query)
-        if self.scoring == "dot":
-            w, b = self.retrieval_key_proj.weight, self.retrieval_key_proj.bias  # (d_s, d_v)
-            folded = torch.matmul(rq, w)  # q_i W_rk: (B, S, Tq, d_v)
-            logits = torch.matmul(pairs, folded.unsqueeze(-1)).squeeze(-1)
-            if b is not None:  # q_i . b is constant over j; kept so the bias gets its gradient
-                logits = logits + torch.matmul(rq, b).unsqueeze(-1)
-        else:
-            # Linear layer on [O_ij ; q_i], split so that q_i is projected once, not R times.
-            first = (
-                self.retrieval_scorer[0]
-                if isinstance(self.retrieval_scorer, nn.Sequential)
-                else self.retrieval_scorer
-            )
-            w_o, w_q = first.weight[:, : self.value_dim], first.weight[:, self.value_dim :]
-            hidden = F.linear(pairs, w_o) + F.linear(rq, w_q, first.bias).unsqueeze(-2)
-            if isinstance(self.retrieval_scorer, nn.Sequential):
-                hidden = self.retrieval_scorer[2](self.retrieval_scorer[1](hidden))
-            logits = hidden.squeeze(-1)
-        return F.softmax(logits.float(), dim=-1).type_as(pairs)
+    @property
+    def gumbel_active(self):
+        """Gumbel noise on the value-score logits: in training only (plain softmax at evaluation)."""
+        return self.gumbel and self.training
+
+    def sample_gumbel(self, logits):
+        """Gumbel(0, 1) noise shaped like ``logits`` (B, S, Tq, R), in at least float32: -log(E),
+        E ~ Exp(1), as F.gumbel_softmax draws it. Tests replace it to make the noise known."""
+        dtype = logits.dtype if logits.dtype == torch.float64 else torch.float32
+        noise = torch.empty(logits.shape, dtype=dtype, device=logits.device)
+        return -noise.exponential_().log()
 
     def combine(self, attended, query):
+        """sum_j c_ij O_ij per search, concatenated and projected: (Tq, B, embed_dim)."""
         bsz, searches, tgt_len, _ = attended.shape
         pairs = attended.view(bsz, searches, tgt_len, self.num_retrievals, self.value_dim)
-        if self.scoring == "dot" and (
-            getattr(self.value_scores, "__func__", None) is CompositionalAttention.value_scores
-        ):
+        if self.value_scores_override is not None:
+            scores = self.value_scores_override(pairs, query)
+            mixed = torch.matmul(scores.unsqueeze(-2), pairs).squeeze(-2)
+        elif self.scoring == "dot" and not self.gumbel_active:
             mixed, scores = self.mix_dot(pairs, query)
-        else:  # mlp scoring, or value_scores overridden (a subclass or an instance hook)
+        else:
             scores = self.value_scores(pairs, query)
             mixed = torch.matmul(scores.unsqueeze(-2), pairs).squeeze(-2)  # (B, S, Tq, d_v)
         if self.keep_value_scores:
             self.last_value_scores = scores.detach()
+        self._search_queries = None  # not kept past this forward (e.g. when scores are overridden)
         out = mixed.permute(2, 0, 1, 3).reshape(tgt_len, bsz, searches * self.value_dim)
         return self.out_proj(out)
 
+    def value_scores(self, pairs, query):
+        """c_ij = softmax_j(l_ij), or softmax_j((l_ij + g_ij) / tau) with Gumbel noise g in
+        training (--retrieval-gumbel): (B, S, Tq, R) from O_ij (B, S, Tq, R, d_v). The logits l_ij
+        of the scoring (dot, mlp, learned-key); the dot product without Gumbel noise takes the
+        fused mix_dot instead."""
+        logits = {
+            "dot": self.dot_logits,
+            "mlp": self.mlp_logits,
+            "learned-key": self.learned_key_logits,
+        }[self.scoring](pairs, query)
+        if not self.gumbel_active:
+            return softmax_fp32(logits)
+        noisy = (at_least_float32(logits) + self.sample_gumbel(logits)) / self.gumbel_temperature
+        return softmax_fp32(noisy).to(pairs.dtype)
+
+    def dot_logits(self, pairs, query):
+        """l_ij = q_i . (O_ij W_rk + b) = O_ij . (q_i W_rk) + q_i . b: (B, S, Tq, R)."""
+        rq = self.retrieval_queries(query)
+        w, b = self.retrieval_key_proj.weight, self.retrieval_key_proj.bias
+        logits = torch.matmul(pairs, torch.matmul(rq, w).unsqueeze(-1)).squeeze(-1)
+        return logits if b is None else logits + torch.matmul(rq, b).unsqueeze(-1)
+
+    def learned_key_logits(self, pairs, query):
+        """l_ij = q_i . key_j with R learned keys (independent of O_ij): (B, S, Tq, R)."""
+        return torch.matmul(self.retrieval_queries(query), self.retrieval_keys.t())
+
+    def mlp_logits(self, pairs, query):
+        """l_ij = MLP([O_ij ; q_i]): (B, S, Tq, R). Linear (no hidden layer), q_i adds the same
+        term to every j, which the softmax over j removes: only the hidden ReLU uses the query."""
+        rq = self.retrieval_queries(query)
+        # The first linear layer on [O_ij ; q_i], split so that q_i is projected once, not R times.
+        hidden_layer = isinstance(self.retrieval_scorer, nn.Sequential)
+        first = self.retrieval_scorer[0] if hidden_layer else self.retrieval_scorer
+        w_o, w_q = first.weight[:, : self.value_dim], first.weight[:, self.value_dim :]
+        hidden = F.linear(pairs, w_o) + F.linear(rq, w_q, first.bias).unsqueeze(-2)
+        if hidden_layer:
+            hidden = self.retrieval_scorer[2](self.retrieval_scorer[1](hidden))
+        return hidden.squeeze(-1)
+
     def mix_dot(self, pairs, query):
-        """value_scores (dot) and sum_j c_ij O_ij in one autograd node: same maths, fewer passes
-        over the (B, S, Tq, R, d_v) pairs (forward reads them twice, backward reads them twice and
-        writes their gradient in place). Returns mixed (B, S, Tq, d_v) and c (B, S, Tq, R)."""
+        """Dot-product value scores c_ij = softmax_j(q_i . (O_ij W_rk + b)) and sum_j c_ij O_ij in
+        one autograd node (fewer passes over the (B, S, Tq, R, d_v) pairs: forward reads them
+        twice, backward reads them twice and writes their gradient in place). The retrieval key is
+        folded into the query: q_i . (O_ij W_rk + b) = O_ij . (q_i W_rk) + q_i . b.
+        Returns mixed (B, S, Tq, d_v) and c (B, S, Tq, R)."""
         rq = self.retrieval_queries(query)
         w, b = self.retrieval_key_proj.weight, self.retrieval_key_proj.bias
         folded = torch.matmul(rq, w)  # q_i W_rk: (B, S, Tq, d_v)
@@ -198,10 +323,7 @@ class _DotRetrievalMix(torch.autograd.Function):
         logits = torch.bmm(pairs, folded.unsqueeze(-1)).squeeze(-1)  # (N, R)
         if shift is not None:
             logits = logits + shift.unsqueeze(-1)
-        if logits.dtype in (torch.float32, torch.float64):
-            scores = F.softmax(logits, dim=-1)
-        else:
-            scores = F.softmax(logits, dim=-1, dtype=torch.float32).to(pairs.dtype)
+        scores = softmax_fp32(logits)
         mixed = torch.bmm(scores.unsqueeze(1), pairs).squeeze(1)  # (N, d_v)
         ctx.save_for_backward(pairs, folded, scores)
         ctx.has_shift = shift is not None

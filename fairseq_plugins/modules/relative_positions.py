@@ -10,7 +10,14 @@ divided by sqrt(d_h) like q.k. The bias is gathered from ``q E^T`` of shape (B, 
 import torch
 import torch.nn as nn
 
-REL_POS_MODES = ("none", "e", "b", "eb")
+REL_POS_MODES = ("none", "e", "b", "eb")  # the choices of --rel-pos
+
+
+def build_relative_positions(mode, radius, head_dim, num_heads, bias_per_head=False):
+    """The RelativePositionBias of an attention with heads of ``head_dim``, or None for "none"."""
+    if mode == "none":
+        return None
+    return RelativePositionBias(mode, radius, head_dim, num_heads, bias_per_head)
 
 
 class RelativePositionBias(nn.Module):

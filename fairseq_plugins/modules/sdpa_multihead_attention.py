@@ -1,15 +1,38 @@
-"""Multi-head attention on the fused path, for what fairseq's MultiheadAttention cannot do:
-relative-position biases and an inner width different from the model width (Graph-Transformer
-half-dimension). Parameter names and initialisation follow fairseq's MultiheadAttention, so the two
-are interchangeable where both apply (tests check they coincide).
+"""The ``multihead`` attention type: fairseq's own MultiheadAttention wherever it applies (so a
+baseline is exactly stock fairseq), else our multi-head attention on the biased-attention base, for
+what fairseq's cannot do: relative-position biases and an inner width different from the model
+width (Graph-Transformer half-dimension). Parameter names and initialisation follow fairseq's
+MultiheadAttention, so the two are interchangeable where both apply (tests check they coincide).
 """
 
-import torch.nn as nn
+from fairseq.modules import MultiheadAttention
 
-from .fused_attention import FusedAttention
+from .biased_attention import BiasedAttention, split_width
+from .relative_positions import build_relative_positions
 
 
-class SDPAMultiheadAttention(FusedAttention):
+def build_multihead_attention(options, spec):
+    """The multi-head attention for one attention (an AttentionSpec) of the variant options."""
+    width = spec.inner_dim or spec.embed_dim
+    relative_positions = build_relative_positions(
+        options.rel_pos_for(spec.role),
+        options.rel_pos_radius,
+        split_width(width, spec.num_heads, "heads"),
+        spec.num_heads,
+        options.rel_pos_bias_per_head,
+    )
+    if relative_positions is None and width == spec.embed_dim:
+        return MultiheadAttention(spec.embed_dim, spec.num_heads, **spec.module_kwargs())
+    return SDPAMultiheadAttention(
+        spec.embed_dim,
+        spec.num_heads,
+        inner_dim=width,
+        relative_positions=relative_positions,
+        **spec.module_kwargs(),
+    )
+
+
+class SDPAMultiheadAttention(BiasedAttention):
     def __init__(
         self,
         embed_dim,
@@ -21,34 +44,25 @@ class SDPAMultiheadAttention(FusedAttention):
         bias=True,
         self_attention=False,
         encoder_decoder_attention=False,
-        rel_pos="none",
-        rel_pos_radius=16,
-        rel_pos_bias_per_head=False,
+        relative_positions=None,
+        q_noise=0.0,
+        qn_block_size=8,
     ):
         inner_dim = inner_dim or embed_dim
-        if num_heads < 1 or inner_dim % num_heads:
-            raise ValueError(
-                f"attention width {inner_dim} must be divisible by the number of heads "
-                f"(--encoder/decoder-attention-heads = {num_heads})"
-            )
         super().__init__(
             embed_dim,
             num_heads,
-            inner_dim // num_heads,
+            split_width(inner_dim, num_heads, "heads"),
             dropout,
             self_attention,
             encoder_decoder_attention,
-            rel_pos,
-            rel_pos_radius,
-            rel_pos_bias_per_head,
+            relative_positions,
+            q_noise,
+            qn_block_size,
         )
         self.inner_dim = inner_dim
-        self.kdim = kdim or embed_dim
-        self.vdim = vdim or embed_dim
-        self.q_proj = nn.Linear(embed_dim, inner_dim, bias=bias)
-        self.k_proj = nn.Linear(self.kdim, inner_dim, bias=bias)
-        self.v_proj = nn.Linear(self.vdim, inner_dim, bias=bias)
-        self.out_proj = nn.Linear(inner_dim, embed_dim, bias=bias)
+        self.build_input_projections(kdim, vdim, inner_dim, inner_dim, bias=bias)
+        self.out_proj = self.projection(inner_dim, embed_dim, bias=bias)
         self.reset_parameters()
 
     def _split_heads(self, x):

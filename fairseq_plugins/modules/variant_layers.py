@@ -8,7 +8,7 @@ from fairseq.modules.transformer_layer import (
     TransformerEncoderLayerBase,
 )
 
-from .attention_builder import build_attention
+from .attention_registry import AttentionSpec, build_attention
 
 
 class VariantEncoderLayer(TransformerEncoderLayerBase):
@@ -23,8 +23,7 @@ class VariantEncoderLayer(TransformerEncoderLayerBase):
         return self.build_attention(embed_dim, cfg)
 
     def build_attention(self, embed_dim, cfg):
-        return build_attention(
-            self.options,
+        spec = AttentionSpec(
             self.attention_role,
             embed_dim,
             cfg.encoder.attention_heads,
@@ -33,6 +32,7 @@ class VariantEncoderLayer(TransformerEncoderLayerBase):
             q_noise=self.quant_noise,
             qn_block_size=self.quant_noise_block_size,
         )
+        return build_attention(self.options, spec)
 
     def feed_forward_block(self, x):
         """The second half of fairseq's encoder layer forward (FFN with residual and norm)."""
@@ -65,8 +65,7 @@ class VariantDecoderLayer(TransformerDecoderLayerBase):
                 "add_bias_kv, add_zero_attn and --cross-self-attention are not supported by "
                 "fairseq_plugins models"
             )
-        return build_attention(
-            self.options,
+        spec = AttentionSpec(
             "decoder",
             embed_dim,
             cfg.decoder.attention_heads,
@@ -74,10 +73,10 @@ class VariantDecoderLayer(TransformerDecoderLayerBase):
             q_noise=self.quant_noise,
             qn_block_size=self.quant_noise_block_size,
         )
+        return build_attention(self.options, spec)
 
     def build_encoder_attention(self, embed_dim, cfg):
-        return build_attention(
-            self.options,
+        spec = AttentionSpec(
             "cross",
             embed_dim,
             cfg.decoder.attention_heads,
@@ -86,6 +85,7 @@ class VariantDecoderLayer(TransformerDecoderLayerBase):
             q_noise=self.quant_noise,
             qn_block_size=self.quant_noise_block_size,
         )
+        return build_attention(self.options, spec)
 
 
 def wrap_layer(layer, cfg):

@@ -26,7 +26,7 @@ from fairseq import metrics, utils
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
-from fairseq_plugins.cli_errors import PluginConfigError
+from fairseq_plugins.errors import PluginConfigError
 from fairseq_plugins.metrics.seq_accuracy import is_correct
 
 logger = logging.getLogger(__name__)
@@ -65,32 +65,6 @@ class TranslationAccuracyTask(TranslationTask):
             self._acc_fixed_len = "max_len_a" in gen_args or "max_len_b" in gen_args
             self.accuracy_generator = self.build_generator([model], Namespace(**gen_args))
         return model
-
-    def get_batch_iterator(
-        self,
-        dataset,
-        max_tokens=None,
-        max_sentences=None,
-        max_positions=None,
-        ignore_invalid_inputs=False,
-        required_batch_size_multiple=1,
-        **kwargs,
-    ):
-        # The batching of this fairseq build (ve-fairseq 0.12.3) drops the last
-        # len(dataset) % required_batch_size_multiple examples when batches are capped by
-        # --batch-size alone (100 examples, multiple 8: 96 batched). Valid/test sets must be
-        # scored in full, so they are batched with multiple 1; training batches are unchanged.
-        if dataset is not self.datasets.get(self.cfg.train_subset):
-            required_batch_size_multiple = 1
-        return super().get_batch_iterator(
-            dataset,
-            max_tokens=max_tokens,
-            max_sentences=max_sentences,
-            max_positions=max_positions,
-            ignore_invalid_inputs=ignore_invalid_inputs,
-            required_batch_size_multiple=required_batch_size_multiple,
-            **kwargs,
-        )
 
     def valid_step(self, sample, model, criterion):
         if self.cfg.eval_accuracy and getattr(criterion, "report_accuracy", False):

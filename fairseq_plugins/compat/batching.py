@@ -1,10 +1,7 @@
-"""Fixes for the ``ve-fairseq==0.12.3`` wheel (the fairseq build that imports on Python 3.11),
-applied when the plugin is imported.
-
-Its ``data_utils.batch_by_size`` drops the last batch whenever that batch's size is not a multiple
-of ``--required-batch-size-multiple`` (default 8): training silently skips examples, and
-fairseq-generate / validation score only part of a test set (30 sentences -> 24 decoded). Official
-fairseq 0.12.2 keeps that batch; so do we.
+"""The ``ve-fairseq==0.12.3`` wheel's ``data_utils.batch_by_size`` drops the last batch whenever
+that batch's size is not a multiple of ``--required-batch-size-multiple`` (default 8): training
+silently skips examples, and fairseq-generate / validation score only part of a test set
+(30 sentences -> 24 decoded). Official fairseq 0.12.2 keeps that batch; so do we.
 """
 
 import numpy as np
@@ -41,7 +38,7 @@ def keep_last_batch(batch_by_size):
     return fixed_batch_by_size
 
 
-def apply_fairseq_fixes():
+def keep_last_batches():
     from fairseq.data import data_utils
 
     if not getattr(data_utils.batch_by_size, "fairseq_plugins_fixed", False):

@@ -1,76 +1,27 @@
-"""One-line errors for the mistakes users make, in fairseq's own command-line tools.
+"""fairseq's checkpoint-loading failures as errors that name the file (shown on one line by the
+command-line tools): a checkpoint refused by ``weights_only`` loading, a corrupt or truncated file,
+a checkpoint whose tensors do not match the model built for it (another ``--arch`` or other
+options), and a ``--restore-file`` that does not exist (fairseq would silently train from scratch).
 
-fairseq's CLIs (fairseq-train, -generate, -interactive, -validate, -eval-lm) let every exception
-escape as a Python traceback. Importing the plugin (``--user-dir fairseq_plugins``):
-
-- installs a ``sys.excepthook`` that prints ``fairseq_plugins: error: <message>`` on one line for
-  our own :class:`PluginError` (bad options, bad checkpoints); every other exception keeps its
-  traceback. ``FAIRSEQ_PLUGINS_TRACEBACK=1`` shows the traceback of ours too.
-- turns fairseq's checkpoint-loading failures into such errors, naming the file: a checkpoint
-  refused by ``weights_only`` loading, a corrupt or truncated file, a checkpoint whose tensors do
-  not match the model built for it (another ``--arch`` or other options), and a ``--restore-file``
-  that does not exist (fairseq would silently train from scratch).
-
-Exception classes keep the built-in base a caller would catch (``ValueError`` for options,
-``pickle.UnpicklingError`` for a refused checkpoint, ``FileNotFoundError`` for a missing one).
+Wraps ``checkpoint_utils.load_checkpoint_to_cpu``, ``checkpoint_utils.load_model_ensemble_and_task``
+and ``Trainer.load_checkpoint``; applied by :func:`fairseq_plugins.compat.apply`.
 """
 
 import functools
+import inspect
 import os
 import pickle
 import re
-import sys
 
+from fairseq_plugins.errors import (
+    CheckpointCorruptError,
+    CheckpointMismatchError,
+    CheckpointNotFoundError,
+    CheckpointRefusedError,
+    PluginError,
+)
 
-class PluginError(Exception):
-    """An error in what the user gave us; shown as one line by the command-line tools."""
-
-
-class PluginConfigError(PluginError, ValueError):
-    """Impossible or unknown model options (names the flag)."""
-
-
-class CheckpointError(PluginError):
-    """A checkpoint that cannot be used (names the file)."""
-
-
-class CheckpointRefusedError(CheckpointError, pickle.UnpicklingError):
-    pass
-
-
-class CheckpointCorruptError(CheckpointError, RuntimeError):
-    pass
-
-
-class CheckpointMismatchError(CheckpointError, RuntimeError):
-    pass
-
-
-class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
-    def __str__(self):  # FileNotFoundError would format (errno, strerror)
-        return str(self.args[0]) if self.args else ""
-
-
-PREFIX = "fairseq_plugins: error:"
 LAST_LOADED = {}  # "path": the last checkpoint load_checkpoint_to_cpu read, "arch": its --arch
-
-
-# -- the excepthook -------------------------------------------------------------------------------
-def plugin_excepthook(previous):
-    def excepthook(exc_type, exc, tb):
-        if isinstance(exc, PluginError) and not os.environ.get("FAIRSEQ_PLUGINS_TRACEBACK"):
-            message = " ".join(str(exc).split())  # one line, whatever the message holds
-            print(f"{PREFIX} {message}", file=sys.stderr, flush=True)
-            return
-        previous(exc_type, exc, tb)
-
-    excepthook.fairseq_plugins_hook = True
-    return excepthook
-
-
-def install_excepthook():
-    if not getattr(sys.excepthook, "fairseq_plugins_hook", False):
-        sys.excepthook = plugin_excepthook(sys.excepthook)
 
 
 # -- checkpoint loading ---------------------------------------------------------------------------
@@ -210,10 +161,13 @@ def _chain(exc):
 def wrap_load_model_ensemble_and_task(original):
     """fairseq-generate/-interactive/-validate/-eval-lm, hub from_pretrained."""
 
+    signature = inspect.signature(original)
+
     @functools.wraps(original)
     def load_model_ensemble_and_task(filenames, *args, **kwargs):
-        suffix = kwargs.get("suffix", args[3] if len(args) > 3 else "")
-        num_shards = kwargs.get("num_shards", args[4] if len(args) > 4 else 1)
+        call = signature.bind(filenames, *args, **kwargs)
+        call.apply_defaults()
+        suffix, num_shards = call.arguments["suffix"], call.arguments["num_shards"]
         if num_shards == 1 and not suffix:  # (else fairseq derives the file names)
             from fairseq.file_io import PathManager
 
@@ -288,8 +242,3 @@ def install_checkpoint_errors():
         checkpoint_utils.load_model_ensemble_and_task = wrap_load_model_ensemble_and_task(ensemble)
     if not getattr(Trainer.load_checkpoint, "fairseq_plugins_wrapped", False):
         Trainer.load_checkpoint = wrap_trainer_load_checkpoint(Trainer.load_checkpoint)
-
-
-def install_cli_errors():
-    install_excepthook()
-    install_checkpoint_errors()

@@ -1,4 +1,4 @@
-"""Graph-Transformer encoder layer (Duan and Zhao, arXiv 2101.06397), as METHOD.md section 3 reads
+"""Graph-Transformer encoder (Duan and Zhao, arXiv 2101.06397), as METHOD.md section 3 reads
 it. The paper's equations were lost and no public code exists: this is our reading.
 
 Layer i >= 2 gets the previous representation P = X_(i-2) and the incremental one
@@ -14,7 +14,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .variant_layers import VariantEncoderLayer
+from .numerics import softmax_fp32
+from .variant_layers import VariantEncoderLayer, wrap_layer
 
 NUM_PARTS = 4  # high, middle (I over P), middle (P over I), low
 
@@ -34,9 +35,7 @@ class WeightGateFusion(nn.Module):
         logits = F.linear(parts[0], w[:, :dim], self.gate.bias)
         for k in range(1, NUM_PARTS):
             logits = logits + F.linear(parts[k], w[:, k * dim : (k + 1) * dim])
-        if logits.dtype in (torch.float32, torch.float64):
-            return F.softmax(logits, dim=-1)
-        return F.softmax(logits, dim=-1, dtype=torch.float32).to(parts[0].dtype)
+        return softmax_fp32(logits)
 
     def forward(self, parts):
         # sum_k g_k Z_k without stacking the parts into a (T, B, 4, d) copy
@@ -60,7 +59,7 @@ class SelfGateFusion(nn.Module):
     def mix(self, parts):
         z = torch.stack(parts, dim=-2)  # (T, B, 4, d)
         logits = torch.matmul(self.q_proj(z), self.k_proj(z).transpose(-1, -2))
-        attn = F.softmax(logits.float() * z.size(-1) ** -0.5, dim=-1).type_as(z)
+        attn = softmax_fp32(logits * z.size(-1) ** -0.5)
         return torch.matmul(attn, self.v_proj(z))  # (T, B, 4, d): the 4x4 mix
 
     def forward(self, parts):
@@ -83,12 +82,7 @@ class GraphEncoderLayer(VariantEncoderLayer):
 
     def __init__(self, cfg, options, return_fc=False):
         embed_dim = cfg.encoder.embed_dim
-        if options.graph_half_dim:
-            if embed_dim % 2 or (embed_dim // 2) % cfg.encoder.attention_heads:
-                raise ValueError(
-                    f"--graph-half-dim needs d/2 = {embed_dim / 2} divisible by "
-                    f"--encoder-attention-heads {cfg.encoder.attention_heads}"
-                )
+        if options.graph_half_dim:  # (the attention builder checks that the heads divide it)
             self.attention_inner_dim = embed_dim // 2
         super().__init__(cfg, options, return_fc=return_fc)
         # self.self_attn (built by fairseq's layer) is the high-order attention over I.
@@ -109,25 +103,46 @@ class GraphEncoderLayer(VariantEncoderLayer):
             self.low_proj = nn.Linear(embed_dim, embed_dim)
         self.fusion = FUSIONS[options.graph_fusion](embed_dim)
 
-    def parts(self, prev, incr, encoder_padding_mask, attn_mask=None):
+    def parts(self, prev, incr, encoder_padding_mask):
         """[H, M1, M2, L], each (T, B, d), from already normalised P and I."""
-        kwargs = dict(
-            key_padding_mask=encoder_padding_mask, need_weights=False, attn_mask=attn_mask
-        )
+        kwargs = dict(key_padding_mask=encoder_padding_mask, need_weights=False)
         high, _ = self.self_attn(incr, incr, incr, **kwargs)
         mid_ip, _ = self.mid_attn_incr_prev(incr, prev, prev, **kwargs)
         mid_pi, _ = self.mid_attn_prev_incr(prev, incr, incr, **kwargs)
         return [high, mid_ip, mid_pi, self.low_proj(prev)]
 
-    def forward(self, prev, incr, encoder_padding_mask, attn_mask=None):
+    def forward(self, prev, incr, encoder_padding_mask):
         """prev = X_(i-2), incr = X_(i-1) - X_(i-2); returns X_i."""
-        if attn_mask is not None:
-            attn_mask = attn_mask.masked_fill(attn_mask.to(torch.bool), -1e8)
         residual = prev + incr
         if self.normalize_before:
             prev, incr = self.self_attn_layer_norm(prev), self.self_attn_layer_norm(incr)
-        fused = self.fusion(self.parts(prev, incr, encoder_padding_mask, attn_mask))
+        fused = self.fusion(self.parts(prev, incr, encoder_padding_mask))
         x = self.residual_connection(self.dropout_module(fused), residual)
         if not self.normalize_before:
             x = self.self_attn_layer_norm(x)
         return self.feed_forward_block(x)
+
+
+def build_graph_encoder_layer(index, cfg, options, return_fc=False):
+    """Layer ``index`` (0-based) of a graph encoder: the first one is a standard encoder layer,
+    every later one a GraphEncoderLayer."""
+    if index == 0:
+        layer = VariantEncoderLayer(cfg, options, return_fc=return_fc)
+    else:
+        layer = GraphEncoderLayer(cfg, options, return_fc=return_fc)
+    return wrap_layer(layer, cfg)
+
+
+def run_graph_layers(layers, x, padding_mask, return_all_hiddens=False):
+    """Layer 1 is standard; layer i >= 2 gets P = X_(i-2) and I = X_(i-1) - X_(i-2).
+    x: embedded input (T, B, d); returns the last layer's output and, if asked, every layer's."""
+    states = [x] if return_all_hiddens else []
+    prev = None
+    for layer in layers:
+        if prev is None:
+            prev, x = x, layer(x, encoder_padding_mask=padding_mask)
+        else:
+            prev, x = x, layer(prev, x - prev, encoder_padding_mask=padding_mask)
+        if return_all_hiddens:
+            states.append(x)
+    return x, states

@@ -1,10 +1,12 @@
-"""Shared machinery of our attention modules: fairseq's call signature and incremental state,
-one fused ``F.scaled_dot_product_attention`` call with an additive float bias (masks plus relative
-positions), and attention weights on request.
+"""The base of our attention modules: fairseq's call signature and incremental-state protocol,
+scaled dot-product attention with one additive float bias (masks plus relative positions), and
+attention weights on request.
 
-Subclasses define the projections (``project_query``, ``project_key_value``) and how the attended
-values become the output (``combine``). fairseq's own ``MultiheadAttention`` only takes a 2-D shared
-mask and cannot carry a per-head float bias, hence this module.
+The attention itself runs as one fused ``F.scaled_dot_product_attention`` call or, where that
+kernel is unavailable and PyTorch's fallback would only add copies, as explicit matmuls
+(``_use_fused_call``). Subclasses define the projections (``project_query``, ``project_key_value``)
+and how the attended values become the output (``combine``). fairseq's own ``MultiheadAttention``
+only takes a 2-D shared mask and cannot carry a per-head float bias, hence this module.
 """
 
 import math
@@ -15,15 +17,41 @@ import torch.nn.functional as F
 from fairseq.incremental_decoding_utils import with_incremental_state
 from fairseq.modules import MultiheadAttention
 from fairseq.modules.fairseq_dropout import FairseqDropout
+from fairseq.modules.quant_noise import quant_noise
 from torch import Tensor
 
-from .relative_positions import RelativePositionBias
+from .numerics import mask_value, softmax_fp32
 
 
-def mask_value(dtype):
-    # Finite, so that a fully masked row (all padding) gives a uniform, not NaN, distribution,
-    # and two added masks (causal + padding) cannot overflow to -inf.
-    return torch.finfo(dtype).min / 4
+class AttentionShapeError(ValueError):
+    """A width that does not split into its heads / searches / retrievals. The attention builder,
+    which knows the role, turns it into an error that names the exact flags; the message here
+    names the generic ones (for modules built directly in Python)."""
+
+    FLAGS = {
+        "heads": "--encoder/decoder-attention-heads",
+        "searches": "--num-searches",
+        "retrievals": "--num-retrievals",
+    }
+    WIDTH_FLAGS = {"retrievals": " (--compositional-attn-dim)"}
+
+    def __init__(self, parts_name, parts, width, width_name):
+        self.parts_name, self.parts, self.width = parts_name, parts, width
+        flag = self.FLAGS[parts_name]
+        if parts < 1:
+            message = f"{flag} must be >= 1 (got {parts})"
+        else:
+            width_flag = self.WIDTH_FLAGS.get(parts_name, "")
+            message = f"{flag} {parts} does not divide the {width_name} {width}{width_flag}"
+        super().__init__(message)
+
+
+def split_width(width, parts, parts_name, width_name="attention width"):
+    """``width // parts``, or AttentionShapeError when ``parts`` < 1 or does not divide ``width``.
+    parts_name: heads, searches or retrievals."""
+    if parts < 1 or width % parts:
+        raise AttentionShapeError(parts_name, parts, width, width_name)
+    return width // parts
 
 
 def additive_mask(attn_mask, key_padding_mask, bsz, tgt_len, src_len, dtype):
@@ -46,16 +74,14 @@ def additive_mask(attn_mask, key_padding_mask, bsz, tgt_len, src_len, dtype):
     return mask
 
 
-def softmax_as(logits, dtype):
-    """Softmax over the last dim in float32 at least (as fairseq), returned in ``dtype``."""
-    if logits.dtype in (torch.float32, torch.float64):
-        return F.softmax(logits, dim=-1)
-    return F.softmax(logits, dim=-1, dtype=torch.float32).to(dtype)
-
-
 @with_incremental_state
-class FusedAttention(nn.Module):
-    """Base of SDPAMultiheadAttention and CompositionalAttention (T x B x C layout)."""
+class BiasedAttention(nn.Module):
+    """Base of SDPAMultiheadAttention and CompositionalAttention (T x B x C layout).
+
+    ``relative_positions``: a RelativePositionBias built for this attention's head width, or None.
+    ``q_noise``/``qn_block_size``: fairseq's quantization noise on the projections that
+    ``self.projection`` builds, as fairseq's MultiheadAttention applies it.
+    """
 
     def __init__(
         self,
@@ -65,9 +91,9 @@ class FusedAttention(nn.Module):
         dropout=0.0,
         self_attention=False,
         encoder_decoder_attention=False,
-        rel_pos="none",
-        rel_pos_radius=16,
-        rel_pos_bias_per_head=False,
+        relative_positions=None,
+        q_noise=0.0,
+        qn_block_size=8,
     ):
         super().__init__()
         self.embed_dim = embed_dim
@@ -78,12 +104,22 @@ class FusedAttention(nn.Module):
         self.encoder_decoder_attention = encoder_decoder_attention
         self.dropout_module = FairseqDropout(dropout, module_name=self.__class__.__name__)
         self.beam_size = 1
-        if rel_pos != "none":
-            self.relative_positions = RelativePositionBias(
-                rel_pos, rel_pos_radius, head_dim, num_heads, rel_pos_bias_per_head
-            )
-        else:
-            self.relative_positions = None
+        self.relative_positions = relative_positions
+        self.q_noise, self.qn_block_size = q_noise, qn_block_size
+
+    def projection(self, in_features, out_features, bias=True):
+        """nn.Linear with fairseq's quantization noise (--quant-noise-pq) when asked for."""
+        return quant_noise(
+            nn.Linear(in_features, out_features, bias=bias), self.q_noise, self.qn_block_size
+        )
+
+    def build_input_projections(self, kdim, vdim, qk_width, value_width, bias=True):
+        """q_proj (d -> qk_width), k_proj (kdim -> qk_width), v_proj (vdim -> value_width)."""
+        self.kdim = kdim or self.embed_dim
+        self.vdim = vdim or self.embed_dim
+        self.q_proj = self.projection(self.embed_dim, qk_width, bias=bias)
+        self.k_proj = self.projection(self.kdim, qk_width, bias=bias)
+        self.v_proj = self.projection(self.vdim, value_width, bias=bias)
 
     def reset_parameters(self):
         """fairseq's MultiheadAttention initialisation of q/k/v/out (subclasses name them so)."""
@@ -187,7 +223,7 @@ class FusedAttention(nn.Module):
                 logits = torch.matmul(q, k.transpose(-1, -2)).mul_(self.scaling)
             for b in biases:
                 logits = logits.add_(b)
-            weights = softmax_as(logits, q.dtype)
+            weights = softmax_fp32(logits)
             attended = self.apply_weights(self.dropout_module(weights), v)
         else:
             if v.size(1) != self.num_heads:  # values shared by all heads (compositional)

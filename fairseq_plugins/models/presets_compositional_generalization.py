@@ -8,12 +8,19 @@ the paper's table rows.
   and its shared-layer twin ``compgen_comp_rel2_eb_cs``.
 - Positions on the small 2-layer model: ``compgen_abs``, ``compgen_rel_{e,b,eb}`` (self-attention)
   and ``compgen_rel2_{e,b,eb}`` (also decoder-to-encoder), each with ``_c`` for the copy decoder.
+- COGS as sequence tagging (section 4.5.1, Table 5; the encoder-only ``tagging_transformer``,
+  OFFICIAL-ONTANON.md section 2): ``cogs_tagging_base`` (the notebook's "base": small-2,
+  sinusoidal absolute positions, absolute parent head), ``cogs_tagging_rel_eb`` and
+  ``cogs_tagging_rel_eb_s`` (Table 5's rel-eb small-2 and small-2s, absolute parent head) and
+  ``cogs_tagging_tuned`` (the notebook's "tuned": small-2s, rel-eb radius 16, attention parent
+  head; the paper's 0.784 row). ``--parent-head`` overrides the head of any of them.
 The paper's training defaults are post-norm and dropout 0.1. All options still combine: e.g.
 ``--arch compgen_large_6s --rel-pos eb --rel-pos-cross --copy-decoder``.
 """
 
 from fairseq.models import register_model_architecture
 
+from .tagging_transformer import tagging_base_architecture
 from .variant_transformer import variant_base_architecture
 
 SIZES = {"small": (64, 256, 4), "large": (128, 512, 8)}
@@ -83,3 +90,24 @@ _register(
     copy=True,
     attention="compositional",
 )
+
+
+def _register_tagging(name, rel_pos=None, shared=False, parent_head="absolute"):
+    @register_model_architecture("tagging_transformer", name)
+    def arch(args):
+        compgen_shape(args, "small", 2)
+        if shared:
+            args.share_encoder_layers = True
+        if rel_pos and getattr(args, "rel_pos", None) is None:
+            args.rel_pos = rel_pos
+        if getattr(args, "parent_head", None) is None:
+            args.parent_head = parent_head
+        tagging_base_architecture(args)
+
+    arch.__name__ = name
+
+
+_register_tagging("cogs_tagging_base")
+_register_tagging("cogs_tagging_rel_eb", rel_pos="eb")
+_register_tagging("cogs_tagging_rel_eb_s", rel_pos="eb", shared=True)
+_register_tagging("cogs_tagging_tuned", rel_pos="eb", shared=True, parent_head="attention")

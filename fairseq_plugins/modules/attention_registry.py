@@ -1,0 +1,100 @@
+"""The attention types of ``--attention-type`` (and its per-role overrides), and the one function
+that builds the attention of a role from the variant options.
+
+Adding an attention type is one module file with a ``from_options(options, spec)`` factory, plus one
+line in ``ATTENTION_TYPES``. Modules check their own shapes (``split_width``); this builder, which
+knows the role, turns their errors into a one-line error that names the flags.
+"""
+
+from dataclasses import dataclass
+
+from fairseq_plugins.errors import PluginConfigError
+
+from .biased_attention import AttentionShapeError
+from .compositional_attention import CompositionalAttention
+from .sdpa_multihead_attention import build_multihead_attention
+
+ATTENTION_TYPES = {
+    "multihead": build_multihead_attention,
+    "compositional": CompositionalAttention.from_options,
+}
+
+ATTENTION_ROLES = ("encoder", "decoder", "cross", "graph")
+
+
+@dataclass
+class AttentionSpec:
+    """One attention of a layer. role: encoder / decoder (self-attention), cross (decoder to
+    encoder), graph (the parts of a Graph-Transformer encoder layer: queries and keys/values from
+    the same positions, different states)."""
+
+    role: str
+    embed_dim: int
+    num_heads: int
+    dropout: float
+    kdim: int | None = None
+    inner_dim: int | None = None  # Graph-Transformer half dimension
+    q_noise: float = 0.0
+    qn_block_size: int = 8
+
+    @property
+    def side(self):
+        return "decoder" if self.role in ("decoder", "cross") else "encoder"
+
+    @property
+    def self_attention(self):
+        return self.role in ("encoder", "decoder")
+
+    @property
+    def encoder_decoder_attention(self):
+        return self.role == "cross"
+
+    def module_kwargs(self):
+        """The constructor arguments every attention module takes alike."""
+        return dict(
+            dropout=self.dropout,
+            self_attention=self.self_attention,
+            encoder_decoder_attention=self.encoder_decoder_attention,
+            kdim=self.kdim,
+            vdim=self.kdim,
+            q_noise=self.q_noise,
+            qn_block_size=self.qn_block_size,
+        )
+
+
+def build_attention(options, spec):
+    """The attention module of ``spec.role`` chosen by the options."""
+    factory = ATTENTION_TYPES[options.attention_type_for(spec.role)]
+    try:
+        return factory(options, spec)
+    except AttentionShapeError as error:
+        raise PluginConfigError(describe_shape_error(error, options, spec)) from None
+    except ValueError as error:  # the modules' own checks of a single option name its flag
+        raise PluginConfigError(str(error)) from None
+
+
+def describe_shape_error(error, options, spec):
+    side, heads_flag = spec.side, f"--{spec.side}-attention-heads"
+    given = {"searches": options.num_searches, "retrievals": options.num_retrievals}
+    flag = heads_flag if given.get(error.parts_name) is None else f"--num-{error.parts_name}"
+    if error.parts < 1:
+        return f"{flag} must be >= 1 (got {error.parts})"
+    half = spec.inner_dim not in (None, spec.embed_dim)
+    role = "encoder" if spec.role == "graph" else spec.role
+    if error.parts_name == "heads":
+        if half:
+            return (
+                f"--graph-half-dim needs d/2 = {spec.embed_dim / 2} divisible by "
+                f"{heads_flag} {error.parts}"
+            )
+        return f"--{side}-embed-dim {spec.embed_dim} is not divisible by {heads_flag} {error.parts}"
+    if error.parts_name == "searches":
+        source = f"--{side}-embed-dim / 2, --graph-half-dim" if half else f"--{side}-embed-dim"
+        return (
+            f"{flag} {error.parts} (the number of searches) does not divide the {role} attention "
+            f"width {error.width} ({source})"
+        )
+    return (
+        f"{flag} {error.parts} (the number of retrievals) does not divide the {role} retrieval "
+        f"value width {error.width} (--compositional-attn-dim, default: the attention width)"
+    )

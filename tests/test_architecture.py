@@ -1,0 +1,90 @@
+"""The plugin's structure, as issue 11 set it: options parsed once per model, one attention registry,
+quantization noise reaching our attention modules, fairseq patches applied only on the pinned
+fairseq version."""
+
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+from fairseq.modules import MultiheadAttention
+from model_testing import build
+
+from fairseq_plugins.modules.attention_registry import (
+    ATTENTION_ROLES,
+    ATTENTION_TYPES,
+    AttentionSpec,
+    build_attention,
+)
+from fairseq_plugins.modules.biased_attention import BiasedAttention
+from fairseq_plugins.variant_config import VariantConfig
+
+
+def test_options_are_parsed_once_per_model(monkeypatch):
+    calls = []
+    parse = VariantConfig.from_args.__func__
+
+    def counting(cls, args):
+        calls.append(1)
+        return parse(cls, args)
+
+    monkeypatch.setattr(VariantConfig, "from_args", classmethod(counting))
+    model, _ = build(["--arch", "compgen_comp_rel2_eb_c", "--graph-encoder"])
+    assert len(calls) == 1
+    options = model.encoder.options
+    assert model.decoder.options is options  # the same object, handed down
+    assert model.encoder.layers[1].options is options and model.decoder.layers[0].options is options
+
+
+def test_every_attention_type_builds_for_every_role():
+    choices = VariantConfig.__dataclass_fields__["attention_type"].type
+    assert {c.value for c in choices} == set(ATTENTION_TYPES)  # --attention-type's choices
+    for attention_type in ATTENTION_TYPES:
+        options = VariantConfig(attention_type=attention_type, rel_pos="eb", rel_pos_cross=True)
+        for role in ATTENTION_ROLES:
+            kdim = 48 if role == "cross" else None
+            module = build_attention(options, AttentionSpec(role, 32, 4, 0.0, kdim=kdim))
+            assert isinstance(module, BiasedAttention)
+            assert module.relative_positions is not None
+    stock = build_attention(VariantConfig(), AttentionSpec("decoder", 32, 4, 0.0))
+    assert type(stock) is MultiheadAttention  # no variant option: exactly fairseq's module
+
+
+@pytest.mark.parametrize("attention", ["multihead", "compositional"])
+def test_quant_noise_reaches_the_attention_projections(attention):
+    model, _ = build(
+        ["--arch", "compgen_rel_eb", "--attention-type", attention]
+        + ["--quant-noise-pq", "0.5", "--quant-noise-pq-block-size", "8"]
+    )
+    attn = model.encoder.layers[0].self_attn
+    assert isinstance(attn, BiasedAttention)
+    for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
+        assert getattr(attn, name)._forward_pre_hooks, name  # fairseq's quant_noise hook
+    plain, _ = build(["--arch", "compgen_rel_eb", "--attention-type", attention])
+    assert not plain.encoder.layers[0].self_attn.q_proj._forward_pre_hooks
+
+
+def _import_with_fairseq_version(version):
+    code = (
+        f"import fairseq; fairseq.__version__ = {version!r}; import fairseq_plugins\n"
+        "from fairseq import checkpoint_utils, file_io\n"
+        "from fairseq.data import data_utils\n"
+        "print(checkpoint_utils.PathManager is file_io.PathManager,"
+        " getattr(data_utils.batch_by_size, 'fairseq_plugins_fixed', False))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+
+
+def test_patches_only_on_the_pinned_fairseq():
+    pinned = _import_with_fairseq_version("0.12.3")
+    assert pinned.stdout.split() == ["False", "True"]
+    assert "fairseq_plugins:" not in pinned.stderr
+    other = _import_with_fairseq_version("0.13.0")
+    assert other.stdout.split() == ["True", "False"]  # nothing patched
+    lines = [line for line in other.stderr.splitlines() if line.startswith("fairseq_plugins:")]
+    assert lines == [
+        "fairseq_plugins: fairseq 0.13.0 is not the pinned 0.12.3: its batching, "
+        "checkpoint-copy and checkpoint-error patches are not applied"
+    ]

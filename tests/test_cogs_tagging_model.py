@@ -1,0 +1,415 @@
+"""COGS as sequence tagging (Ontañón et al. 2022, 4.5.1): the tagging model, its parent heads, the
+criterion, the metric plumbing, and the task end to end through fairseq's tools."""
+
+import json
+import math
+import re
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+from attention_testing import randomize
+from conftest import ROOT, USER_DIR, run
+from fairseq import options, utils
+from fairseq.data import Dictionary
+
+from fairseq_plugins.data import cogs_tags as ct
+from fairseq_plugins.metrics.tagging_accuracy import format_table, score_tagging
+from fairseq_plugins.modules.parent_heads import (
+    INVALID_PARENT,
+    AttentionParentHead,
+    LinearParentHead,
+)
+
+E0 = "A rose was helped by a dog ."
+E0_LF = "rose ( x _ 1 ) AND help . theme ( x _ 3 , x _ 1 ) AND help . agent ( x _ 3 , x _ 6 ) AND dog ( x _ 6 )"
+E2 = "The girl offered the weapon beside a machine to a chicken ."
+E2_LF = (
+    "* girl ( x _ 1 ) ; * weapon ( x _ 4 ) ; offer . agent ( x _ 2 , x _ 1 ) AND offer . theme "
+    "( x _ 2 , x _ 4 ) AND offer . recipient ( x _ 2 , x _ 10 ) AND weapon . nmod . beside "
+    "( x _ 4 , x _ 7 ) AND machine ( x _ 7 ) AND chicken ( x _ 10 )"
+)
+TINY = ["--encoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32"]
+TINY += ["--encoder-attention-heads", "2", "--dropout", "0"]
+
+
+def fake_task(longest=12):
+    src = Dictionary()
+    for w in (E0 + " " + E2).split():
+        src.add_symbol(w)
+    tag_dicts = {}
+    for row, values in {
+        "role": ["_", "agent", "theme", "recipient", "PREP", "PP_NOUN"],
+        "category": ["_", "CNOUN", "PNOUN", "VERB"],
+        "noun_type": ["_", "DEF", "INDEF"],
+        "verb_name": ["_", "help", "offer"],
+    }.items():
+        d = Dictionary()
+        for v in values:
+            d.add_symbol(v)
+        tag_dicts[row] = d
+    from fairseq_plugins.tasks.cogs_tagging import CogsTaggingTask
+
+    task = SimpleNamespace(source_dictionary=src, tag_dicts=tag_dicts, longest=longest)
+    for name in ("score", "predicted_rows", "gold_rows"):  # the task's own scoring code
+        setattr(task, name, getattr(CogsTaggingTask, name).__get__(task))
+    return task
+
+
+def build(arch_args, task=None):
+    from fairseq_plugins.models.tagging_transformer import TaggingTransformerModel
+
+    utils.import_user_module(SimpleNamespace(user_dir=USER_DIR))
+    task = task or fake_task()
+    parser = options.get_training_parser(default_task="cogs_tagging")
+    args = options.parse_args_and_arch(
+        parser, ["/nonexistent", "--task", "cogs_tagging", "--user-dir", USER_DIR] + arch_args
+    )
+    torch.manual_seed(0)
+    return TaggingTransformerModel.build_model(args, task), args, task
+
+
+def sample_for(task, sentences):
+    """A collated batch (right padding) of (sentence, LF) pairs, as the task's dataset makes it."""
+    from fairseq_plugins.tasks.cogs_tagging import CogsTaggingDataset
+
+    examples = []
+    for sentence, lf in sentences:
+        tags = ct.lf_to_tags(sentence, lf)
+        strings = ct.tags_to_strings(tags)
+        examples.append(
+            {
+                "tokens": sentence.split(),
+                "parent": tags.parent,
+                **{row: strings[row] for row in ("role", "category", "noun_type", "verb_name")},
+                "lf": lf,
+                "distribution": "in_distribution",
+            }
+        )
+    ds = CogsTaggingDataset(examples, task.source_dictionary, task.tag_dicts, shuffle=False)
+    return ds.collater([ds[i] for i in range(len(ds))])
+
+
+# ------------------------------------------------------------------------------ parent heads
+
+
+@pytest.mark.parametrize("kind", ["absolute", "relative"])
+def test_linear_parent_classes_are_the_official_ones_and_decode_back(kind):
+    longest = 12
+    head = LinearParentHead(kind, 8, longest)
+    assert head.num_classes == (longest + 2 if kind == "absolute" else 2 * longest)
+    rows = [ct.lf_to_tags(E0, E0_LF).parent, ct.lf_to_tags(E2, E2_LF).parent]
+    parents = torch.full((2, 12), -100)
+    for b, row in enumerate(rows):
+        parents[b, : len(row)] = torch.tensor(row)
+    pad = parents.eq(-100)
+    targets = head.targets(parents, pad)
+    for b, row in enumerate(rows):
+        assert targets[b, : len(row)].tolist() == ct.parent_classes(row, kind, longest)
+        assert (targets[b, len(row) :] == -100).all()
+    decoded = head.decode(targets.clamp(min=0), pad)
+    for b, row in enumerate(rows):
+        assert decoded[b, : len(row)].tolist() == row
+    # the padding class and classes pointing outside the sentence decode as invalid
+    bad = torch.zeros_like(targets)
+    bad[0, 1] = 0
+    bad[0, 2] = (2 + 9) if kind == "absolute" else (9 - 2) + longest  # parent 9 in 8 tokens
+    assert head.decode(bad, pad)[0, 1:3].tolist() == [INVALID_PARENT, INVALID_PARENT]
+
+
+def test_attention_parent_head_restated():
+    """logits_ij = (q_i.k_j + q_i.e[R + clip(i - j)] + b[R + clip(i - j)]) / sqrt(d), padded keys
+    excluded; the official class of key j is j + 1 after the roll, ours is j."""
+    torch.manual_seed(0)
+    d, R = 6, 2
+    head = randomize(AttentionParentHead(d, "eb", R), std=0.5).double()
+    H = torch.randn(2, 5, d, dtype=torch.double)
+    pad = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    logits = head(H, pad)
+    E, b = head.rel_pos.embeddings, head.rel_pos.bias[:, 0]
+    for n in range(2):
+        length = int((~pad[n]).sum())
+        q = H[n] @ head.q_proj.weight.T + head.q_proj.bias
+        k = H[n] @ head.k_proj.weight.T + head.k_proj.bias
+        expected = torch.empty(5, length, dtype=torch.double)
+        for i in range(5):
+            for j in range(length):
+                label = R + max(-R, min(R, i - j))
+                expected[i, j] = (q[i] @ k[j] + q[i] @ E[label] + b[label]) / math.sqrt(d)
+        got = torch.softmax(logits[n], -1)
+        torch.testing.assert_close(got[:, :length], torch.softmax(expected, -1))
+        assert (got[:, length:] < 1e-30).all()
+        # official: roll by one over max_len = L + 1 columns, the last one padding
+        official = torch.roll(torch.nn.functional.pad(got[:, :length], (0, 1)), 1, dims=-1)
+        assert (official[:, 0] < 1e-30).all()
+        torch.testing.assert_close(official[:, 1:], got[:, :length])
+    # no parent = the token itself
+    parents = torch.tensor([[1, -1, 0, -1, 2]])
+    targets = head.targets(parents, torch.zeros(1, 5, dtype=torch.bool))
+    assert targets.tolist() == [[1, 1, 0, 3, 2]]
+    assert head.decode(targets, torch.zeros(1, 5, dtype=torch.bool)).tolist() == parents.tolist()
+
+
+def test_attention_head_without_relative_positions_has_no_tables():
+    assert AttentionParentHead(8).rel_pos is None
+
+
+# ---------------------------------------------------------------------------------- the model
+
+
+def test_presets_structure():
+    model, args, _ = build(["--arch", "cogs_tagging_tuned"])
+    assert (args.encoder_layers, args.encoder_embed_dim, args.encoder_ffn_embed_dim) == (2, 64, 256)
+    assert args.encoder_attention_heads == 4 and args.share_encoder_layers
+    assert args.rel_pos == "eb" and args.rel_pos_radius == 16 and args.parent_head == "attention"
+    assert args.no_token_positional_embeddings and not args.encoder_normalize_before
+    assert model.encoder.layers[0].fc1.weight is model.encoder.layers[1].fc1.weight
+    assert model.parent_head.rel_pos.embeddings.shape == (33, 64)  # a table of dim d
+    base, args, task = build(["--arch", "cogs_tagging_base"])
+    assert args.parent_head == "absolute" and args.rel_pos == "none"
+    assert base.encoder.embed_positions is not None  # sinusoidal absolute positions
+    assert base.parent_head.proj.out_features == task.longest + 2
+    assert not hasattr(base, "decoder")
+    _, args, _ = build(["--arch", "cogs_tagging_rel_eb", "--parent-head", "relative"])
+    assert args.rel_pos == "eb" and not args.share_encoder_layers and args.parent_head == "relative"
+
+
+def test_sentences_longer_than_the_linear_parent_head_are_refused():
+    from fairseq_plugins.errors import PluginConfigError
+
+    model, _, task = build(["--arch", "cogs_tagging_base", "--tagging-longest", "10"] + TINY)
+    sample = sample_for(task, [(E2, E2_LF)])  # 12 tokens
+    with pytest.raises(
+        PluginConfigError, match="12 tokens is longer than the 10 .*--tagging-longest"
+    ):
+        model.targets(sample)
+
+
+def test_tagging_model_refuses_the_copy_decoder():
+    from fairseq_plugins.errors import PluginConfigError
+
+    with pytest.raises(PluginConfigError, match="--copy-decoder"):
+        build(["--arch", "cogs_tagging_base", "--copy-decoder"])
+
+
+@pytest.mark.parametrize(
+    "arch",
+    [
+        ["--arch", "cogs_tagging_base"],
+        ["--arch", "cogs_tagging_tuned", "--rel-pos-radius", "3"],
+        ["--arch", "cogs_tagging_rel_eb_s", "--parent-head", "relative"],
+        ["--arch", "cogs_tagging_tuned", "--attention-type", "compositional"],
+    ],
+    ids=["base", "tuned", "rel-eb-s-relative", "tuned-compositional"],
+)
+def test_outputs_are_padding_invariant(arch):
+    model, _, task = build(arch + TINY)
+    model = randomize(model, std=0.3).eval()
+    sample = sample_for(task, [(E0, E0_LF), (E2, E2_LF)])
+    src = sample["net_input"]["src_tokens"]
+    assert src[0, 8:].eq(task.source_dictionary.pad()).all()  # E0 right-padded to 12
+    with torch.no_grad():
+        batched = model(**sample["net_input"])
+        alone = model(src[:1, :8], sample["net_input"]["src_lengths"][:1])
+    for row in ("parent", "role", "category", "noun_type", "verb_name"):
+        b = batched[row][:1, :8]
+        if row == "parent" and b.size(-1) == 12:  # attention head: keys are positions
+            assert torch.softmax(b, -1)[..., 8:].max() < 1e-30
+            b = b[..., :8]
+        torch.testing.assert_close(b, alone[row], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["absolute", "relative", "attention"])
+def test_criterion_is_the_sum_of_five_cross_entropies(kind):
+    from fairseq_plugins.criterions.cogs_tagging import CogsTaggingCriterion
+
+    model, _, task = build(["--arch", "cogs_tagging_base", "--parent-head", kind] + TINY)
+    model = randomize(model, std=0.3).train()
+    sample = sample_for(task, [(E0, E0_LF), (E2, E2_LF)])
+    criterion = CogsTaggingCriterion(task)
+    torch.manual_seed(3)
+    loss, sample_size, log = criterion(model, sample)
+    torch.manual_seed(3)  # same dropout (none: --dropout 0) and same forward
+    out = model(**sample["net_input"])
+    # by hand: official classes, -log softmax at the target, summed over real tokens and heads
+    hand = 0.0
+    L = task.longest
+    for b, (sentence, lf) in enumerate([(E0, E0_LF), (E2, E2_LF)]):
+        tags = ct.lf_to_tags(sentence, lf)
+        strings = ct.tags_to_strings(tags)
+        for i, p in enumerate(tags.parent):
+            if kind == "absolute":
+                cls = p + 2
+            elif kind == "relative":
+                cls = (0 if p == -1 else p - i) + L
+            else:
+                cls = i if p == -1 else p
+            hand -= torch.log_softmax(out["parent"][b, i], -1)[cls].item()
+            for row in ("role", "category", "noun_type", "verb_name"):
+                idx = task.tag_dicts[row].index(strings[row][i])
+                hand -= torch.log_softmax(out[row][b, i], -1)[idx].item()
+    assert sample_size == len(E0.split()) + len(E2.split()) == sample["ntokens"]
+    assert loss.item() == pytest.approx(hand, rel=1e-5)
+    assert sum(log[f"loss_{r}"].item() for r in ct.Tags._fields) == pytest.approx(loss.item())
+    assert "_scored" not in log  # metrics only in evaluation
+    model.eval()
+    _, _, log = criterion(model, sample)
+    assert log["_scored"] == 2
+
+
+# ------------------------------------------------------------------------------- the metrics
+
+
+def test_task_scores_tags_and_logical_forms_separately():
+    _, _, task = build(["--arch", "cogs_tagging_base"] + TINY)
+    sample = sample_for(task, [(E0, E0_LF), (E2, E2_LF)])
+    gold = {k: v.clone() for k, v in sample["target"].items()}
+    gold["parent"] = gold["parent"].masked_fill(gold["parent"] == -100, -1)
+    score = task.score
+    assert [(t, lf) for _, t, lf in score(sample, gold)] == [(True, True), (True, True)]
+    wrong = {k: v.clone() for k, v in gold.items()}
+    # category is not used to rebuild the LF: tags wrong, LF right
+    wrong["category"][0, 1] = task.tag_dicts["category"].index("VERB")
+    # a wrong verb name breaks both
+    wrong["verb_name"][1, 2] = task.tag_dicts["verb_name"].index("help")
+    assert [(t, lf) for _, t, lf in score(sample, wrong)] == [(False, True), (False, False)]
+    # a parent outside the sentence: wrong, no exception
+    wrong = {k: v.clone() for k, v in gold.items()}
+    wrong["parent"][0, 1] = INVALID_PARENT
+    assert [(t, lf) for _, t, lf in score(sample, wrong)][0] == (False, False)
+
+
+def test_scores_per_category():
+    records = [("a", True, True), ("b", False, True), ("a", False, False), ("b", True, True)]
+    records += [("c", False, False)]
+    s = score_tagging(records)
+    assert (s["total"], s["correct"], s["lf_correct"]) == (5, 2, 3)
+    assert s["accuracy"] == pytest.approx(0.4) and s["lf_accuracy"] == pytest.approx(0.6)
+    assert list(s["categories"]) == ["a", "b", "c"]
+    assert s["categories"]["a"] == {
+        "accuracy": 0.5,
+        "lf_accuracy": 0.5,
+        "correct": 1,
+        "lf_correct": 1,
+        "total": 2,
+    }
+    assert s["categories"]["b"]["lf_accuracy"] == 1.0 and s["categories"]["c"]["accuracy"] == 0
+    table = format_table(s).splitlines()
+    assert table[-1].split() == ["all", "5", "0.4000", "0.6000"]
+    with pytest.raises(ValueError):
+        score_tagging([])
+
+
+# ------------------------------------------------------------------------------- end to end
+
+
+@pytest.fixture(scope="module")
+def tiny_tags(cogs_data, tmp_path_factory):
+    """cogs-tags.py on slices of COGS: 300 train, 40 valid/test, 60 gen (several categories)."""
+    import gzip
+
+    out = tmp_path_factory.mktemp("cogs_tags")
+    raw = out / "raw"
+    raw.mkdir()
+    for name, source, n in (("train", "train.tsv", 300), ("valid", "dev.tsv", 40)):
+        lines = (cogs_data / source).read_text().splitlines()[:n]
+        (raw / f"{name}.tsv").write_text("\n".join(lines) + "\n")
+    (raw / "test.tsv").write_text("\n".join((cogs_data / "test.tsv").read_text().splitlines()[:40]))
+    with gzip.open(cogs_data / "gen.tsv.gz", "rt") as f:
+        gen = f.read().splitlines()
+    (raw / "gen.tsv").write_text("\n".join(gen[::350][:60]) + "\n")
+    run(
+        [sys.executable, ROOT / "scripts" / "cogs-tags.py", "--outdir", out / "data"]
+        + [f"{s}={raw / s}.tsv" for s in ("train", "valid", "test", "gen")]
+        + ["--parent", "relative"]  # the task decodes either encoding
+    )
+    return out / "data"
+
+
+@pytest.mark.slow
+def test_fairseq_train_validate_and_predict(tiny_tags, tmp_path):
+    save = tmp_path / "ckpt"
+    train = run(
+        ["fairseq-train", tiny_tags, "--user-dir", USER_DIR, "--task", "cogs_tagging"]
+        + ["--criterion", "cogs_tagging", "--arch", "cogs_tagging_tuned", "--save-dir", save]
+        + ["--optimizer", "adam", "--lr", "3e-3", "--batch-size", "32", "--max-update", "6"]
+        + ["--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--cpu"]
+        + ["--no-progress-bar", "--log-format", "simple", "--no-epoch-checkpoints"]
+        + ["--best-checkpoint-metric", "accuracy", "--maximize-best-checkpoint-metric"]
+    )
+    log = train.stdout + train.stderr
+    assert re.search(r"valid on 'valid' subset .*\| accuracy [\d.]+ \| lf_accuracy [\d.]+", log)
+    assert (save / "checkpoint_best.pt").is_file()
+    val = run(
+        ["fairseq-validate", tiny_tags, "--user-dir", USER_DIR, "--task", "cogs_tagging"]
+        + ["--path", save / "checkpoint_best.pt", "--valid-subset", "test", "--cpu"]
+        + ["--batch-size", "16"]
+    )
+    assert re.search(r"\| accuracy [\d.]+ \| lf_accuracy [\d.]+", val.stdout + val.stderr)
+    out = tmp_path / "pred"
+    pred = run(
+        [sys.executable, ROOT / "scripts" / "cogs-tagging-predict.py", tiny_tags]
+        + [save / "checkpoint_best.pt", "--outdir", out, "--cpu", "--batch-size", "16"]
+    )
+    gen_cats = (tiny_tags / "gen.category").read_text().split()
+    scores = json.loads((out / "gen.scores.json").read_text())
+    assert scores["total"] == 60 and list(scores["categories"]) == list(dict.fromkeys(gen_cats))
+    assert sum(c["total"] for c in scores["categories"].values()) == 60
+    for cat in set(gen_cats):
+        assert re.search(rf"^gen\t{re.escape(cat)} +\d+ +[\d.]+ +[\d.]+$", pred.stdout, re.M)
+    assert re.search(
+        r"^test: accuracy [\d.]+ lf_accuracy [\d.]+ \(40 sentences\)$", pred.stdout, re.M
+    )
+    lines = (out / "test.pred.tsv").read_text().splitlines()
+    assert len(lines) == 40 and [line.split("\t")[0] for line in lines] == [
+        str(i) for i in range(40)
+    ]
+    assert all(len(line.split("\t")) == 10 for line in lines)
+
+
+@pytest.mark.slow
+def test_one_line_errors(tiny_tags, tmp_path):
+    bad = run(
+        ["fairseq-train", tiny_tags, "--user-dir", USER_DIR, "--task", "cogs_tagging"]
+        + ["--criterion", "cogs_tagging", "--arch", "cogs_tagging_base", "--copy-decoder"]
+        + ["--cpu", "--save-dir", tmp_path / "x", "--max-update", "1", "--batch-size", "8"],
+        check=False,
+    )
+    assert bad.returncode != 0
+    assert "fairseq_plugins: error: --copy-decoder: the tagging model has no decoder" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    missing = run(
+        [sys.executable, ROOT / "scripts" / "cogs-tagging-predict.py", tiny_tags]
+        + [tmp_path / "none.pt"],
+        check=False,
+    )
+    assert missing.returncode == 1
+    assert missing.stderr.strip().splitlines()[-1] == (
+        f"cogs-tagging-predict: {tmp_path / 'none.pt'}: no such checkpoint"
+    )
+    helped = run([sys.executable, ROOT / "scripts" / "cogs-tagging-predict.py", "--help"])
+    assert "lf_accuracy" in helped.stdout
+    no_data = run(
+        ["fairseq-train", tmp_path / "nothing", "--user-dir", USER_DIR, "--task", "cogs_tagging"]
+        + ["--criterion", "cogs_tagging", "--arch", "cogs_tagging_base", "--cpu"]
+        + ["--batch-size", "8", "--save-dir", tmp_path / "y"],
+        check=False,
+    )
+    assert no_data.stderr.strip().splitlines()[-1] == (
+        f"fairseq_plugins: error: {tmp_path / 'nothing' / 'meta.json'}: no such file "
+        "(run scripts/cogs-tags.py)"
+    )
+
+
+def test_run_script_help_and_bad_arguments():
+    script = ROOT / "scripts" / "cogs-tagging-run.sh"
+    helped = run(["bash", script, "--help"])
+    assert "cogs_tagging_tuned" in helped.stdout and "lf_accuracy" in helped.stdout
+    bad = run(["bash", script, "--parent-head", "sideways"], check=False)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == (
+        "cogs-tagging-run.sh: --parent-head sideways: choose from absolute, relative, attention"
+    )
+    bad = run(["bash", script, "compgen_abs", "--max-update", "1"], check=False)
+    assert bad.returncode == 2 and "unknown tagging --arch compgen_abs" in bad.stderr

@@ -1,0 +1,46 @@
+"""Checkpoints written by earlier versions of the plugin still load and decode exactly the same.
+
+tests/fixtures/legacy-0.1 holds tiny checkpoints made before the architecture change of issue 11
+(README there says how), with what fairseq-generate and fairseq-eval-lm printed for them then.
+"""
+
+import pytest
+from conftest import ROOT, USER_DIR, run
+
+FIXTURES = ROOT / "tests" / "fixtures" / "legacy-0.1"
+
+
+def expected_lines(name):
+    return (FIXTURES / f"{name}.expected").read_text().splitlines()
+
+
+@pytest.mark.parametrize(
+    "name", ["translation-compositional", "translation-graph", "translation-mlp-linear"]
+)
+def test_translation_checkpoint_decodes_as_before(name):
+    proc = run(
+        ["fairseq-generate", FIXTURES / "bin", "--user-dir", USER_DIR, "--path", f"{name}.pt"]
+        + ["--beam", "4", "--gen-subset", "test", "--batch-size", "5", "--cpu"],
+        cwd=FIXTURES,
+    )
+    lines = [
+        line for line in proc.stdout.splitlines() if line[:2] in ("S-", "T-", "H-", "D-", "P-")
+    ]
+    assert lines == expected_lines(name)
+
+
+def test_lm_checkpoint_scores_as_before():
+    proc = run(
+        ["fairseq-eval-lm", FIXTURES / "lmbin", "--user-dir", USER_DIR]
+        + ["--path", "lm-compositional.pt", "--tokens-per-sample", "32", "--context-window", "16"]
+        + ["--output-word-probs", "--cpu"],
+        cwd=FIXTURES,
+    )
+    prefix = "INFO:fairseq_cli.eval_lm:"
+    lines = [
+        line[len(prefix) :]
+        for line in proc.stderr.splitlines()
+        if line.startswith(prefix)
+        and (line[len(prefix) :][:1].isdigit() or "Loss (base 2)" in line)
+    ]
+    assert lines == expected_lines("lm-compositional")
