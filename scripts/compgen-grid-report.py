@@ -152,7 +152,7 @@ def main_table(stats):
             if (preset, c) in stats:
                 mean, std, n = stats[preset, c]
                 ours_means.append(mean)
-                text = f"{mean:.3f} ± {std:.3f} ({n})"
+                text = f"{mean:.3f} ± {std:.3f} ({n})" if n > 1 else f"{mean:.3f} (1)"
                 if best[c] is not None and mean == best[c]:
                     text = f"**{text}**"
             else:
@@ -354,7 +354,8 @@ def generated(rows, stats, cat_rows):
         "### Table: sequence accuracy on the generalisation splits (ours vs paper)",
         "",
         main_table(stats),
-        "Cells: our mean ± sample std over seeds (runs in parentheses), bold = best of our rows "
+        "Cells: our mean ± sample std over seeds (runs in parentheses; a single run has no "
+        "std), bold = best of our rows "
         "in the column; *paper* = Ontañón et al.'s value for the same row (5 runs, full "
         "training). `–` = not run yet. *no data*: PCFG and CFQ are not in ../shared/data. "
         "*pending*: COGS tagging model being built by another engineer. Avg. ours = mean over "
