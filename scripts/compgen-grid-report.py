@@ -209,12 +209,14 @@ def wall_table(rows):
 
 
 def wall_summary(rows):
-    """Mean wall seconds per (task, preset): the cost of one cell."""
-    cost = {}
+    """Mean wall / CPU seconds per (task, preset): the cost of one cell."""
+    wall, cpu = {}, {}
     for r in rows:
-        cost.setdefault((r["task"], r["preset"]), []).append(r["wall_seconds"])
-    tasks = [c for c in held_columns() if any(k[0] == c for k in cost)]
-    presets = [p for p, _ in ROWS if any(k[1] == p for k in cost)]
+        wall.setdefault((r["task"], r["preset"]), []).append(r["wall_seconds"])
+        if r["cpu_seconds"] == r["cpu_seconds"]:  # not NaN: recorded
+            cpu.setdefault((r["task"], r["preset"]), []).append(r["cpu_seconds"])
+    tasks = [c for c in held_columns() if any(k[0] == c for k in wall)]
+    presets = [p for p, _ in ROWS if any(k[1] == p for k in wall)]
     if not tasks:
         return ""
     lines = [
@@ -222,7 +224,11 @@ def wall_summary(rows):
         "|---" * (len(presets) + 1) + "|",
     ]
     for t in tasks:
-        cells = [f"{statistics.fmean(cost[t, p]):.0f}" if (t, p) in cost else "–" for p in presets]
+        cells = []
+        for p in presets:
+            w = f"{statistics.fmean(wall[t, p]):.0f}" if (t, p) in wall else "–"
+            c = f"{statistics.fmean(cpu[t, p]):.0f}" if (t, p) in cpu else "–"
+            cells.append(f"{w} / {c}")
         lines.append(f"| {dict(COLUMNS)[t]} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -356,8 +362,8 @@ def generated(rows, stats, cat_rows):
         main_table(stats),
         "Cells: our mean ± sample std over seeds (runs in parentheses; a single run has no "
         "std), bold = best of our rows "
-        "in the column; *paper* = Ontañón et al.'s value for the same row (5 runs, full "
-        "training). `–` = not run yet. *no data*: PCFG and CFQ are not in ../shared/data. "
+        "in the column; *paper* = Ontañón et al.'s value for the same row (mean of at least 3 runs "
+        "at the paper's training length). `–` = not run yet. *no data*: PCFG and CFQ are not in ../shared/data. "
         "*pending*: COGS tagging model being built by another engineer. Avg. ours = mean over "
         "the 9 columns we run (partial while cells are missing); Avg. paper = the paper's mean "
         "over the same cells as ours (all 9 columns when the grid is complete; not its printed "
@@ -366,10 +372,10 @@ def generated(rows, stats, cat_rows):
         progress(rows, plan_total()),
         "### COGS (seq2seq) per generalisation category",
         "",
-        "Mean over seeds; gen split subsampled as stated under Budget. Tagging: pending.",
+        "Mean over seeds; gen split subsampled as stated under Budget (about 100 lines per category). Tagging: pending.",
         "",
         category_table(cat_rows),
-        "### Mean wall time per run (s), by task and preset",
+        "### Mean wall / CPU time per run (s), by task and preset",
         "",
         wall_summary(rows) or "No runs yet.\n",
         "### Every run",
