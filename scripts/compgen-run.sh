@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Train and evaluate one preset on one compositional-generalization task, for several seeds.
 set -euo pipefail
+# The body is one compound command, read whole before it runs: editing this file while a run is
+# in progress (a grid in the background) does not change or break that run.
+{
 
 usage() {
   cat <<'USAGE'
@@ -13,15 +16,25 @@ TASK    a scripts/compgen-data.py task: add addneg reverse dup cart inters scan-
 For every seed: fairseq-train (--task translation_accuracy --eval-accuracy, best checkpoint by
 valid sequence accuracy), fairseq-generate on the task's test split (COGS: gen) with the best
 checkpoint, scripts/seq-accuracy.py, and one row appended to the results CSV:
-preset,task,seed,updates,accuracy,wall_seconds,date,split,n_test,n_train,beam,extra_args
-(accuracy: fraction 0..1; wall_seconds: training + generation).
+preset,task,seed,updates,accuracy,wall_seconds,date,split,n_test,n_train,beam,extra_args,threads,
+cpu_seconds (accuracy: fraction 0..1; wall_seconds: training + generation, summed over resumed
+pieces; threads: OMP_NUM_THREADS of the run; cpu_seconds: user + system CPU time of the same
+commands, which unlike the wall time does not grow when other jobs share the CPU).
 
 Options:
   --seeds N          seeds 1..N (default 1; the paper averages 5 repetitions)
+  --seed S           only seed S
+  --resume           keep run folders: a seed already in the CSV (same preset, task, seed, data
+                     sizes) is skipped, a finished training is only evaluated, and an interrupted
+                     one continues from its checkpoint_last.pt (pass --save-interval-updates N
+                     after `--` to checkpoint within an epoch). Without it a seed starts afresh.
   --out DIR          data, checkpoints and logs (default work/compgen)
   --csv FILE         results CSV (default results/compgen.csv)
   --max-update N     training updates (default 20000)
   --small            small data sets (compgen-data.py --small: 1000 train, 100 valid, 100 test)
+  --train N, --valid N, --test N
+                     data set sizes (compgen-data.py --train/--valid/--test; COGS: --test
+                     subsamples the gen split too)
   --beam N           beam size for the test generation (default 1: greedy)
   --lr LR            peak learning rate (default Noam: d^-0.5 * 4000^-0.5, d = 128 for
                      compgen_large_* presets, else 64)
@@ -44,21 +57,24 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 [[ -d $root/.venv/bin ]] && export PATH=$root/.venv/bin:$PATH
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
-seeds=1 out=$root/work/compgen csv=$root/results/compgen.csv max_update=20000 small=0 beam=1
-lr="" warmup="" raw_dir="" data_seed=1
+seeds=1 only_seed="" resume=0 out=$root/work/compgen csv=$root/results/compgen.csv max_update=20000
+small=0 beam=1 lr="" warmup="" raw_dir="" data_seed=1 n_train_opt="" n_valid_opt="" n_test_opt=""
 positional=() extra=()
 while (($#)); do
   case $1 in
     -h | --help) usage; exit 0 ;;
-    --seeds | --out | --csv | --max-update | --beam | --lr | --warmup | --raw-dir | --data-seed)
+    --seeds | --seed | --out | --csv | --max-update | --beam | --lr | --warmup | --raw-dir | \
+      --data-seed | --train | --valid | --test)
       (($# >= 2)) || die "$1 needs a value"
       case $1 in
-        --seeds) seeds=$2 ;; --out) out=$2 ;; --csv) csv=$2 ;; --max-update) max_update=$2 ;;
-        --beam) beam=$2 ;; --lr) lr=$2 ;; --warmup) warmup=$2 ;; --raw-dir) raw_dir=$2 ;;
-        --data-seed) data_seed=$2 ;;
+        --seeds) seeds=$2 ;; --seed) only_seed=$2 ;; --out) out=$2 ;; --csv) csv=$2 ;;
+        --max-update) max_update=$2 ;; --beam) beam=$2 ;; --lr) lr=$2 ;; --warmup) warmup=$2 ;;
+        --raw-dir) raw_dir=$2 ;; --data-seed) data_seed=$2 ;; --train) n_train_opt=$2 ;;
+        --valid) n_valid_opt=$2 ;; --test) n_test_opt=$2 ;;
       esac
       shift 2 ;;
     --small) small=1; shift ;;
+    --resume) resume=1; shift ;;
     --) shift; extra=("$@"); break ;;
     -*) die "unknown option $1 (see --help)" ;;
     *) positional+=("$1"); shift ;;
@@ -66,7 +82,8 @@ while (($#)); do
 done
 ((${#positional[@]} == 2)) || die "need PRESET and TASK (see --help)"
 preset=${positional[0]} task=${positional[1]}
-for pair in "seeds:$seeds" "max-update:$max_update" "beam:$beam" "data-seed:$data_seed"; do
+for pair in "seeds:$seeds" "max-update:$max_update" "beam:$beam" "data-seed:$data_seed" \
+  "seed:${only_seed:-1}" "train:${n_train_opt:-1}" "valid:${n_valid_opt:-1}" "test:${n_test_opt:-1}"; do
   [[ ${pair#*:} =~ ^[0-9]+$ && ${pair#*:} -ge 1 ]] || die "--${pair%%:*} ${pair#*:}: not a positive integer"
 done
 [[ -z $warmup || $warmup =~ ^[0-9]+$ ]] || die "--warmup $warmup: not an integer"
@@ -102,51 +119,124 @@ if [[ -z $lr ]]; then
   lr=$(python -c "print(f'{$d ** -0.5 * 4000 ** -0.5:.6g}')")
 fi
 
-# Data: generate/load once per (task, size, data seed), binarize with a joined dictionary.
+
+# Data: generate/load once per (task, sizes, data seed), binarize with a joined dictionary.
+# Built in a scratch folder and renamed when complete, so an interrupted preparation leaves
+# nothing that looks finished.
 suffix=""
 ((small)) && suffix=-small
+[[ -n $n_train_opt ]] && suffix+=-tr$n_train_opt
+[[ -n $n_valid_opt ]] && suffix+=-va$n_valid_opt
+[[ -n $n_test_opt ]] && suffix+=-te$n_test_opt
 data=$out/data/$task$suffix-s$data_seed
-# --raw-dir may point at different files than the cached copy: always rebuild then.
-if [[ ! -f $data/bin/.done || -n $raw_dir ]]; then
-  rm -rf "$data"
+# --raw-dir may point at different files than the cached copy: rebuild when their content
+# (a hash of every file under it) differs from the one the copy was built from.
+raw_key=""
+if [[ -n $raw_dir ]]; then
+  raw_key=$(cd "$raw_dir" && find -L . -type f -print0 | LC_ALL=C sort -z |
+    xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+fi
+if [[ ! -f $data/bin/.done || $(cat "$data/raw-dir.key" 2>/dev/null || true) != "$raw_key" ]]; then
+  tmp=$data.partial
+  rm -rf "$tmp"
   data_args=(--seed "$data_seed")
   ((small)) && data_args+=(--small)
+  [[ -n $n_train_opt ]] && data_args+=(--train "$n_train_opt")
+  [[ -n $n_valid_opt ]] && data_args+=(--valid "$n_valid_opt")
+  [[ -n $n_test_opt ]] && data_args+=(--test "$n_test_opt")
   [[ -n $raw_dir ]] && data_args+=(--raw-dir "$raw_dir")
-  python "$root/scripts/compgen-data.py" "$task" "$data/raw" "${data_args[@]}"
+  python "$root/scripts/compgen-data.py" "$task" "$tmp/raw" "${data_args[@]}"
+  eval_split=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['eval_split'] or '')" "$tmp/raw/meta.json")
+  [[ -n $eval_split ]] || die "$task has no test split in $tmp/raw (SCAN add-jump: the test file is held out of ../shared/data/scan; give --raw-dir with add_prim_split/tasks_test_addprim_jump.txt)"
+  fairseq-preprocess --source-lang src --target-lang tgt --joined-dictionary --workers 1 \
+    --trainpref "$tmp/raw/train" --validpref "$tmp/raw/valid" --testpref "$tmp/raw/$eval_split" \
+    --destdir "$tmp/bin" >"$tmp/preprocess.log" 2>&1 ||
+    die "fairseq-preprocess failed, see $tmp/preprocess.log"
+  [[ -n $raw_key ]] && echo "$raw_key" >"$tmp/raw-dir.key"
+  touch "$tmp/bin/.done"
+  rm -rf "$data"
+  mv "$tmp" "$data"
 fi
 meta() { python -c "import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print('' if v is None else v)" "$data/raw/meta.json" "$1"; }
 split=$(meta eval_split)
-[[ -n $split ]] || die "$task has no test split in $data/raw (SCAN add-jump: the test file is held out of ../shared/data/scan; give --raw-dir with add_prim_split/tasks_test_addprim_jump.txt)"
 categories=$(meta categories)
-if [[ ! -f $data/bin/.done ]]; then
-  fairseq-preprocess --source-lang src --target-lang tgt --joined-dictionary --workers 1 \
-    --trainpref "$data/raw/train" --validpref "$data/raw/valid" --testpref "$data/raw/$split" \
-    --destdir "$data/bin" >"$data/preprocess.log" 2>&1 ||
-    die "fairseq-preprocess failed, see $data/preprocess.log"
-  touch "$data/bin/.done"
-fi
 n_test=$(wc -l <"$data/raw/$split.tgt")
 n_train=$(wc -l <"$data/raw/train.tgt")
 # Generation may stop one token after the longest reference: longer outputs are wrong anyway.
 max_len=$(awk '{ if (NF > m) m = NF } END { print m + 1 }' "$data/raw/$split.tgt")
+threads=$OMP_NUM_THREADS
 
+# Is (preset, task, seed) with these data sizes already a row of the CSV?
+recorded() {
+  [[ -s $csv ]] || return 1
+  python - "$csv" "$preset" "$task" "$1" "$n_train" "$n_test" <<'PY'
+import csv, sys
+path, *key = sys.argv[1:]
+with open(path, newline="") as f:
+    for row in csv.DictReader(f):
+        if [row.get(k) for k in ("preset", "task", "seed", "n_train", "n_test")] == key:
+            sys.exit(0)
+sys.exit(1)
+PY
+}
+
+# Wall and CPU time of a seed, summed over the pieces of an interrupted and resumed run: every
+# piece (also one ended by a signal) appends its seconds to $run_dir/wall.pieces and
+# $run_dir/cpu.pieces. CPU: user + system time of this shell's finished children (cutime and
+# cstime of /proc/$$/stat; $$ is this shell also inside $(...)).
+clk_tck=$(getconf CLK_TCK)
+children_cpu() {
+  awk -v hz="$clk_tck" '{ sub(/^.*\) /, ""); printf "%.2f\n", ($14 + $15) / hz }' "/proc/$$/stat"
+}
+piece_start="" piece_cpu="" piece_dir=""
+end_piece() {
+  if [[ -n $piece_start && -n $piece_dir && -d $piece_dir ]]; then
+    python -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
+      "$piece_start" "$(date +%s.%N)" >>"$piece_dir/wall.pieces"
+    python -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
+      "$piece_cpu" "$(children_cpu)" >>"$piece_dir/cpu.pieces"
+  fi
+  piece_start=""
+}
+trap end_piece EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+if [[ -n $only_seed ]]; then
+  first_seed=$only_seed last_seed=$only_seed
+else
+  first_seed=1 last_seed=$seeds
+fi
 mkdir -p "$(dirname "$csv")"
-for ((seed = 1; seed <= seeds; seed++)); do
+for ((seed = first_seed; seed <= last_seed; seed++)); do
   run_dir=$out/runs/$preset/$task$suffix/seed$seed
-  rm -rf "$run_dir"
+  if ((resume)) && recorded "$seed"; then
+    echo "compgen-run.sh: $preset $task seed $seed: already in $csv, skipped" >&2
+    continue
+  fi
+  ((resume)) || rm -rf "$run_dir"
   mkdir -p "$run_dir"
-  start=$(date +%s.%N)
-  echo "compgen-run.sh: $preset $task seed $seed: training ($max_update updates) -> $run_dir" >&2
-  fairseq-train "$data/bin" --user-dir "$root/fairseq_plugins" \
-    --task translation_accuracy --eval-accuracy --arch "$preset" \
-    --criterion cross_entropy --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-9 \
-    --lr "$lr" --lr-scheduler inverse_sqrt --warmup-updates "$warmup" --warmup-init-lr 1e-7 \
-    --dropout 0.1 --batch-size 64 --required-batch-size-multiple 1 \
-    --max-update "$max_update" --seed "$seed" \
-    --best-checkpoint-metric accuracy --maximize-best-checkpoint-metric \
-    --save-dir "$run_dir/checkpoints" --no-epoch-checkpoints \
-    --log-format simple --log-interval 100 "${extra[@]}" >"$run_dir/train.log" 2>&1 ||
-    die "fairseq-train failed, see $run_dir/train.log"
+  piece_dir=$run_dir piece_start=$(date +%s.%N) piece_cpu=$(children_cpu)
+  if ((resume)) && [[ -f $run_dir/.trained ]]; then
+    echo "compgen-run.sh: $preset $task seed $seed: training already finished, evaluating" >&2
+  else
+    if [[ -f $run_dir/checkpoints/checkpoint_last.pt ]]; then
+      echo "compgen-run.sh: $preset $task seed $seed: resuming from $run_dir/checkpoints/checkpoint_last.pt" >&2
+    else
+      echo "compgen-run.sh: $preset $task seed $seed: training ($max_update updates) -> $run_dir" >&2
+    fi
+    fairseq-train "$data/bin" --user-dir "$root/fairseq_plugins" \
+      --task translation_accuracy --eval-accuracy --arch "$preset" \
+      --criterion cross_entropy --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-9 \
+      --lr "$lr" --lr-scheduler inverse_sqrt --warmup-updates "$warmup" --warmup-init-lr 1e-7 \
+      --dropout 0.1 --batch-size 64 --required-batch-size-multiple 1 \
+      --max-update "$max_update" --seed "$seed" \
+      --best-checkpoint-metric accuracy --maximize-best-checkpoint-metric \
+      --save-dir "$run_dir/checkpoints" --no-epoch-checkpoints \
+      --log-format simple --log-interval 100 "${extra[@]}" >>"$run_dir/train.log" 2>&1 ||
+      die "fairseq-train failed, see $run_dir/train.log"
+    touch "$run_dir/.trained"
+  fi
   updates=$(grep -o 'num_updates [0-9]*' "$run_dir/train.log" | tail -1 | awk '{print $2}')
   [[ -f $run_dir/checkpoints/checkpoint_best.pt ]] ||
     die "no checkpoint_best.pt after training, see $run_dir/train.log"
@@ -159,23 +249,41 @@ for ((seed = 1; seed <= seeds; seed++)); do
   [[ -n $categories ]] && score_args+=(--categories "$data/raw/$categories")
   python "$root/scripts/seq-accuracy.py" "$run_dir/generate.out" "${score_args[@]}" |
     tee "$run_dir/accuracy.txt" >&2
-  wall=$(python -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)")
+  end_piece
+  wall=$(python -c "import sys; print(f'{sum(float(x) for x in open(sys.argv[1])):.1f}')" "$run_dir/wall.pieces")
+  cpu=$(python -c "import sys; print(f'{sum(float(x) for x in open(sys.argv[1])):.1f}')" "$run_dir/cpu.pieces")
   python - "$csv" "$run_dir/accuracy.json" "$preset" "$task" "$seed" "${updates:-0}" "$wall" \
-    "$split" "$n_test" "$n_train" "$beam" "${extra[*]:-}" <<'PY'
+    "$split" "$n_test" "$n_train" "$beam" "${extra[*]:-}" "$threads" "$cpu" <<'PY' || die "could not append to $csv"
 import csv, datetime, json, os, sys
 path, acc_json, *fields = sys.argv[1:]
 acc = json.load(open(acc_json))["accuracy"]
 header = ["preset", "task", "seed", "updates", "accuracy", "wall_seconds", "date", "split",
-          "n_test", "n_train", "beam", "extra_args"]
-preset, task, seed, updates, wall, split, n_test, n_train, beam, extra = fields
+          "n_test", "n_train", "beam", "extra_args", "threads", "cpu_seconds"]
+preset, task, seed, updates, wall, split, n_test, n_train, beam, extra, threads, cpu = fields
 row = [preset, task, seed, updates, f"{acc:.6f}", wall,
-       datetime.datetime.now().isoformat(timespec="seconds"), split, n_test, n_train, beam, extra]
+       datetime.datetime.now().isoformat(timespec="seconds"), split, n_test, n_train, beam, extra,
+       threads, cpu]
 new = not os.path.exists(path) or os.path.getsize(path) == 0
+if not new:
+    with open(path, newline="") as f:
+        old = list(csv.reader(f))
+    if old[0] != header:
+        if old[0] != header[: len(old[0])]:
+            sys.exit(f"compgen-run.sh: {path}: unexpected header {','.join(old[0])}")
+        # An older CSV without the newer columns: rewrite it with them (empty), atomically.
+        tmp = path + ".tmp"
+        with open(tmp, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(header)
+            for r in old[1:]:
+                w.writerow(r + [""] * (len(header) - len(r)))
+        os.replace(tmp, path)
 with open(path, "a", newline="") as f:
     w = csv.writer(f)
     if new:
         w.writerow(header)
     w.writerow(row)
 PY
-  echo "compgen-run.sh: $preset $task seed $seed: accuracy $(python -c "import json,sys; print(json.load(open(sys.argv[1]))['accuracy'])" "$run_dir/accuracy.json") after $updates updates, ${wall}s -> $csv" >&2
+  echo "compgen-run.sh: $preset $task seed $seed: accuracy $(python -c "import json,sys; print(json.load(open(sys.argv[1]))['accuracy'])" "$run_dir/accuracy.json") after $updates updates, ${wall}s (CPU ${cpu}s) -> $csv" >&2
 done
+}; exit

@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# The issue-13 grid: Ontañón et al.'s accuracy tables on the benchmarks we hold, plus the
+# compositional-attention rows, one run at a time, resumable.
+set -euo pipefail
+# The body is one compound command, read whole before it runs: editing this file while the
+# grid runs does not change or break the running grid (it takes effect at the next start).
+{
+usage() {
+  cat <<'USAGE'
+Usage: scripts/compgen-grid.sh [options]
+
+Runs the whole grid of docs/compgen-results.md (issue 13) with scripts/compgen-run.sh, one
+training run at a time, and appends each finished run to the results CSV. Safe to stop at any
+point (kill the process group, Ctrl-C, shutdown) and to start again with the same command:
+  - a cell (preset, task, seed) already in the CSV is skipped;
+  - a run whose training finished but was not recorded is only evaluated;
+  - an interrupted training continues from its checkpoint_last.pt (saved every 500 updates);
+  - data preparation is atomic (built in DIR.partial, renamed when complete).
+Order: seed 1 of every row x column first, then seed 2, then seed 3, so a partial grid is
+already a table. A second grid on the same --out refuses to start (lock file).
+
+Options:
+  --out DIR        data, runs, checkpoints, logs (default work/compgen-grid)
+  --csv FILE       results CSV (default docs/compgen-grid.csv)
+  --threads N      OMP_NUM_THREADS of every run (default 1; recorded in the CSV)
+  --max-runs N     stop after N runs that trained or evaluated something (default: all)
+  --only-task T    only the column T (repeatable), e.g. --only-task add
+  --only-preset P  only the row P (repeatable)
+  --list           print the plan (budget per column, every cell and its state) and exit
+  -h, --help       this text
+
+Budget per column (fixed for every row of the column; batch 64 sentences, Adam 0.9/0.98/1e-9,
+inverse_sqrt with peak lr 0.00198 after max-update/10 warm-up, dropout 0.1, greedy decoding,
+validation every 500 updates and at the end, best checkpoint by valid sequence accuracy) and
+rows: see --list and docs/compgen-results.md.
+USAGE
+}
+
+die() {
+  echo "compgen-grid.sh: $*" >&2
+  exit 2
+}
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+[[ -d $root/.venv/bin ]] && export PATH=$root/.venv/bin:$PATH
+
+out=$root/work/compgen-grid csv=$root/docs/compgen-grid.csv threads=1 max_runs="" list=0
+only_tasks=() only_presets=()
+while (($#)); do
+  case $1 in
+    -h | --help) usage; exit 0 ;;
+    --out | --csv | --threads | --max-runs | --only-task | --only-preset)
+      (($# >= 2)) || die "$1 needs a value"
+      case $1 in
+        --out) out=$2 ;; --csv) csv=$2 ;; --threads) threads=$2 ;; --max-runs) max_runs=$2 ;;
+        --only-task) only_tasks+=("$2") ;; --only-preset) only_presets+=("$2") ;;
+      esac
+      shift 2 ;;
+    --list) list=1; shift ;;
+    *) die "unknown argument $1 (see --help)" ;;
+  esac
+done
+[[ $threads =~ ^[0-9]+$ && $threads -ge 1 ]] || die "--threads $threads: not a positive integer"
+[[ -z $max_runs || $max_runs =~ ^[0-9]+$ ]] || die "--max-runs $max_runs: not an integer"
+[[ $out == /* ]] || out=$PWD/$out
+[[ $csv == /* ]] || csv=$PWD/$csv
+
+# Columns: task | max updates | compgen-run.sh data options. Budgets are far below the paper's
+# (see docs/compgen-results.md): 1,500 updates of 64 examples where the paper's abs-vs-rel2 gap
+# shows (Add, AddNeg, Reverse, Dup), fewer where every row of the paper is near 0 or 0.5 or where
+# sequences are long (Cart outputs up to 191 tokens, SCAN up to 48, COGS up to ~500).
+COLUMNS=(
+  "add|1500|--valid 256"
+  "addneg|1500|--valid 256"
+  "reverse|1500|--valid 256"
+  "dup|1500|--valid 256"
+  "cart|400|--valid 256 --test 512"
+  "inters|1000|--valid 256"
+  "scan-length|1000|--valid 500"
+  "scan-addjump|1000|--valid 500"
+  "cogs|700|--valid 500 --test 2100"
+)
+# Rows: preset | seeds | extra fairseq-train options. compgen_small_2s is the paper's small-2s
+# of Table 4: rel2-eb-c with weight sharing (the preset alone is abs without copy decoder).
+ROWS=(
+  "compgen_abs|3|"
+  "compgen_rel_eb|2|"
+  "compgen_rel2_eb|2|"
+  "compgen_rel2_eb_c|3|"
+  "compgen_small_2s|2|--rel-pos eb --rel-pos-cross --copy-decoder"
+  "compgen_comp_rel2_eb_c|3|"
+  "compgen_comp_rel2_eb_cs|2|"
+)
+COMMON=(--cpu --save-interval-updates 500 --keep-interval-updates 1 --save-interval 1000000
+  --validate-interval 1000000 --log-interval 100)
+
+selected() { # selected VALUE FILTER...: true when no filter is given or VALUE is one of them
+  local v=$1
+  shift
+  (($# == 0)) && return 0
+  local f
+  for f in "$@"; do [[ $f == "$v" ]] && return 0; done
+  return 1
+}
+
+# The plan, in order: seed round, then column, then row.
+plan=()
+for seed in 1 2 3; do
+  for col in "${COLUMNS[@]}"; do
+    IFS='|' read -r task _ _ <<<"$col"
+    selected "$task" "${only_tasks[@]+"${only_tasks[@]}"}" || continue
+    for row in "${ROWS[@]}"; do
+      IFS='|' read -r preset seeds _ <<<"$row"
+      selected "$preset" "${only_presets[@]+"${only_presets[@]}"}" || continue
+      ((seed <= seeds)) && plan+=("$seed|$col|$row")
+    done
+  done
+done
+((${#plan[@]})) || die "no cell matches --only-task/--only-preset"
+
+# Cells already in the CSV: "preset task seed" lines.
+done_cells() {
+  [[ -s $csv ]] || return 0
+  python - "$csv" <<'PY'
+import csv, sys
+with open(sys.argv[1], newline="") as f:
+    for row in csv.DictReader(f):
+        print(row["preset"], row["task"], row["seed"])
+PY
+}
+
+suffix_of() { # the run folder suffix compgen-run.sh derives from the data options
+  local s="" a=($1) i
+  for ((i = 0; i < ${#a[@]}; i += 2)); do
+    case ${a[i]} in --train) s+=-tr${a[i + 1]} ;; --valid) s+=-va${a[i + 1]} ;; --test) s+=-te${a[i + 1]} ;; esac
+  done
+  echo "$s"
+}
+
+if ((list)); then
+  echo "columns (task, updates, data options):"
+  for col in "${COLUMNS[@]}"; do IFS='|' read -r t u d <<<"$col"; printf '  %-13s %5s  %s\n' "$t" "$u" "$d"; done
+  echo "rows (preset, seeds, extra options):"
+  for row in "${ROWS[@]}"; do IFS='|' read -r p s e <<<"$row"; printf '  %-24s %s  %s\n' "$p" "$s" "$e"; done
+  finished=$(done_cells)
+  n_done=0
+  echo "cells in run order (state: done = in $csv, partial = has a run folder, todo):"
+  for cell in "${plan[@]}"; do
+    IFS='|' read -r seed task updates data preset seeds extra <<<"$cell"
+    state=todo
+    [[ -d $out/runs/$preset/$task$(suffix_of "$data")/seed$seed ]] && state=partial
+    grep -qxF "$preset $task $seed" <<<"$finished" && state=done && n_done=$((n_done + 1))
+    printf '  %-8s seed %s  %-13s %s\n' "$state" "$seed" "$task" "$preset"
+  done
+  echo "${#plan[@]} cells, $n_done done"
+  exit 0
+fi
+
+command -v flock >/dev/null || die "flock not found (util-linux)"
+mkdir -p "$out"
+exec 9>"$out/grid.lock"
+flock -n 9 || die "another grid is running on $out (lock $out/grid.lock)"
+log() { echo "$(date -u '+%F %T') compgen-grid: $*" >&2; }
+
+# SCAN add-jump: the official test file is held out of ../shared/data/scan. Its content is
+# derivable: SOURCE.md says all its 7706 lines are in tasks.txt, and tasks.txt holds every SCAN
+# command once, so tasks.txt minus the lines of the add-jump train file is that test set (in
+# tasks.txt order, not the official file's order). Built once, atomically, and checked.
+scan=$root/../shared/data/scan
+aj=$out/raw/scan-addjump
+if [[ ! -f $aj/.done ]]; then
+  [[ -f $scan/tasks.txt && -f $scan/add_prim_split/tasks_train_addprim_jump.txt ]] ||
+    die "SCAN files missing under $scan"
+  rm -rf "$aj.partial"
+  mkdir -p "$aj.partial/add_prim_split"
+  cp "$scan/add_prim_split/tasks_train_addprim_jump.txt" "$aj.partial/add_prim_split/"
+  python - "$scan" "$aj.partial" <<'PY' || die "could not derive the SCAN add-jump test set"
+import sys
+from pathlib import Path
+scan, dest = Path(sys.argv[1]), Path(sys.argv[2])
+train = set((scan / "add_prim_split" / "tasks_train_addprim_jump.txt").read_text().splitlines())
+test = [l for l in (scan / "tasks.txt").read_text().splitlines() if l.strip() and l not in train]
+if len(test) != 7706 or len(set(test)) != 7706:
+    sys.exit(f"derived {len(test)} add-jump test lines ({len(set(test))} distinct), expected 7706")
+if not all(" jump " in f" {l[4:].split(' OUT: ')[0]} " for l in test):
+    sys.exit("a derived add-jump test command has no `jump`")
+(dest / "add_prim_split" / "tasks_test_addprim_jump.txt").write_text("\n".join(test) + "\n")
+(dest / "DERIVED.md").write_text(
+    "tasks_test_addprim_jump.txt derived by scripts/compgen-grid.sh: the lines of tasks.txt\n"
+    "that are not in tasks_train_addprim_jump.txt (7706, all with `jump`), tasks.txt order.\n"
+    "Not the official file (same content per SOURCE.md, order may differ).\n"
+)
+PY
+  touch "$aj.partial/.done"
+  rm -rf "$aj"
+  mv "$aj.partial" "$aj"
+  log "derived the SCAN add-jump test set (7706 lines) in $aj"
+fi
+
+export OMP_NUM_THREADS=$threads
+n_ran=0 failed=()
+log "start: ${#plan[@]} cells, csv $csv, out $out, OMP_NUM_THREADS=$threads"
+for cell in "${plan[@]}"; do
+  IFS='|' read -r seed task updates data preset seeds extra <<<"$cell"
+  if grep -qxF "$preset $task $seed" <<<"$(done_cells)"; then
+    continue
+  fi
+  if [[ -n $max_runs ]] && ((n_ran >= max_runs)); then
+    log "stopping after --max-runs $max_runs runs"
+    break
+  fi
+  raw=()
+  [[ $task == scan-addjump ]] && raw=(--raw-dir "$aj")
+  # shellcheck disable=SC2206 # data and extra are option lists of plain words
+  args=("$preset" "$task" --seed "$seed" --resume --max-update "$updates" $data "${raw[@]+"${raw[@]}"}"
+    --out "$out" --csv "$csv" -- "${COMMON[@]}" $extra)
+  log "run: seed $seed $task $preset ($updates updates)"
+  start=$(date +%s)
+  if bash "$root/scripts/compgen-run.sh" "${args[@]}"; then
+    log "done: seed $seed $task $preset in $(($(date +%s) - start))s"
+    # Keep only the best checkpoint of a recorded run (the others are for resuming).
+    run_dir=$out/runs/$preset/$task$(suffix_of "$data")/seed$seed
+    find "$run_dir/checkpoints" -name '*.pt' ! -name checkpoint_best.pt -delete 2>/dev/null || true
+  else
+    log "FAILED: seed $seed $task $preset (see the run's train.log); continuing"
+    failed+=("seed $seed $task $preset")
+  fi
+  n_ran=$((n_ran + 1))
+done
+if ((${#failed[@]})); then
+  log "finished with ${#failed[@]} failed run(s): ${failed[*]}"
+  exit 1
+fi
+log "finished: every selected cell is in $csv"
+exit 0
+}
