@@ -92,21 +92,7 @@ done
 command -v fairseq-train >/dev/null || die "fairseq-train not found (run scripts/setup.sh)"
 
 # Fail fast on an unknown --arch (fairseq-train would say so only after data preparation).
-arch_check=$(python - "$root" "$preset" 2>&1 <<'PY'
-import sys
-sys.path.insert(0, sys.argv[1])
-try:
-    import fairseq_plugins  # noqa: F401
-except Exception as e:
-    print(f"importing fairseq_plugins failed: {type(e).__name__}: {e}")
-    sys.exit(1)
-from fairseq.models import ARCH_MODEL_REGISTRY as R
-if sys.argv[2] not in R:
-    archs = " ".join(sorted(a for a in R if a.startswith("compgen"))) or "none"
-    print(f"unknown --arch {sys.argv[2]} (registered compgen archs: {archs})")
-    sys.exit(1)
-PY
-) || die "$(tail -n 1 <<<"$arch_check")"
+arch_check=$(python "$root/scripts/check-arch.py" "$preset" --list-prefix compgen 2>&1) || die "$(tail -n 1 <<<"$arch_check")"
 
 # Learning rate and warm-up (paper: Noam schedule, 4000 warm-up; scaled down for short runs).
 if [[ -z $warmup ]]; then
