@@ -205,6 +205,12 @@ class VariantConfig(FairseqDataclass):
         }[role]
         return specific or self.attention_type
 
+    def set_position_embeddings(self, args):
+        """rel-* models use no absolute position embeddings (the paper's setting) unless
+        --rel-pos-keep-absolute: sets fairseq's --no-token-positional-embeddings in ``args``."""
+        if self.rel_pos != "none" and not self.rel_pos_keep_absolute:
+            args.no_token_positional_embeddings = True
+
     def rel_pos_for(self, role):
         if role == "cross" and not self.rel_pos_cross:
             return "none"

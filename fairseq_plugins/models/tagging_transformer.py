@@ -70,8 +70,7 @@ class TaggingTransformerModel(FairseqEncoderModel):
         options = VariantConfig.from_args(args)
         if options.copy_decoder:
             raise PluginConfigError("--copy-decoder: the tagging model has no decoder")
-        if options.rel_pos != "none" and not options.rel_pos_keep_absolute:
-            args.no_token_positional_embeddings = True  # rel-* uses no absolute positions
+        options.set_position_embeddings(args)
         if args.tagging_longest is None:
             args.tagging_longest = task.longest  # stored in the checkpoint's args
         cfg = TransformerConfig.from_namespace(args)

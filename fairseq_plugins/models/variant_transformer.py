@@ -165,8 +165,7 @@ def parse_variant_options(args, task):
             "--copy-decoder needs a joined source/target dictionary "
             "(run fairseq-preprocess with --joined-dictionary)"
         )
-    if options.rel_pos != "none" and not options.rel_pos_keep_absolute:
-        args.no_token_positional_embeddings = True  # rel-* uses no absolute positions
+    options.set_position_embeddings(args)
     return options
 
 

@@ -53,8 +53,7 @@ class VariantTransformerLanguageModel(TransformerLanguageModel):
             args.max_target_positions = getattr(
                 args, "tokens_per_sample", DEFAULT_MAX_TARGET_POSITIONS
             )
-        if options.rel_pos != "none" and not options.rel_pos_keep_absolute:
-            args.no_token_positional_embeddings = True
+        options.set_position_embeddings(args)
         embed_tokens = cls.build_embedding(args, task.source_dictionary, args.decoder_input_dim)
         decoder = VariantTransformerDecoder(
             TransformerConfig.from_namespace(args),
