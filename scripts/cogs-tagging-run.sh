@@ -2,6 +2,9 @@
 # COGS as sequence tagging (Ontañón et al. 2022, section 4.5.1): tag files -> fairseq-train ->
 # predictions and both metrics on test and gen, for several seeds.
 set -euo pipefail
+# The body is one compound command, read whole before it runs: editing this file while a run is
+# in progress (the grid of scripts/compgen-grid.sh in the background) does not change that run.
+{
 
 usage() {
   cat <<'USAGE'
@@ -9,19 +12,33 @@ Usage: scripts/cogs-tagging-run.sh [PRESET] [options] [-- extra fairseq-train ar
 
 PRESET  a tagging_transformer --arch (default cogs_tagging_tuned): cogs_tagging_base (notebook
         "base": small-2, sinusoidal positions, absolute parent head), cogs_tagging_rel_eb,
-        cogs_tagging_rel_eb_s (Table 5's rel-eb small-2 / small-2s), cogs_tagging_tuned (notebook
-        "tuned": small-2s, rel-eb radius 16, attention parent head)
+        cogs_tagging_rel_eb_s (rel-eb small-2 / small-2s, absolute parent head),
+        cogs_tagging_tuned (notebook "tuned": small-2s, rel-eb radius 16, attention parent head)
 
 For every seed: fairseq-train (--task cogs_tagging --criterion cogs_tagging, best checkpoint by
 the official valid accuracy), scripts/cogs-tagging-predict.py on test and gen with the best
-checkpoint (per-category tables in RUN/predict.txt, predictions in RUN/pred/), and one row per
-split appended to the results CSV:
+checkpoint (per-category tables in RUN/predict.txt, predictions in RUN/pred/, scores with the
+per-category accuracies in RUN/pred/SPLIT.scores.json), and one row per split appended to the
+results CSV:
 preset,task,seed,updates,split,accuracy,lf_accuracy,n_test,n_train,parent_head,wall_seconds,date,extra_args
 (accuracy: the official metric, all five tag rows exact; lf_accuracy: the rebuilt logical form
-exact; fractions 0..1; task is `cogs-tagging`).
+exact; fractions 0..1; task is `cogs-tagging`). RUN is OUT/runs/PRESET[-HEAD]/seedS.
 
 Options:
   --seeds N          seeds 1..N (default 1)
+  --seed S           only seed S
+  --resume           keep run folders: a seed already in the CSV (same preset, seed, data sizes,
+                     parent head and extra args; with --grid-row: same row, seed and data sizes)
+                     is skipped, a finished training (RUN/.trained) is only evaluated, and an
+                     interrupted one continues from its checkpoint_last.pt (pass
+                     --save-interval-updates N after `--` to checkpoint within an epoch).
+                     Without it a seed starts afresh.
+  --grid-row ROW     record in the layout of scripts/compgen-run.sh, for scripts/compgen-grid.sh:
+                     ONE row per seed, preset,task,seed,updates,accuracy,wall_seconds,date,split,
+                     n_test,n_train,beam,extra_args,threads,cpu_seconds with preset = ROW, task
+                     cogs-tagging, split gen (accuracy: the official metric on gen), beam empty,
+                     extra_args = `--arch PRESET` + the fairseq-train args after `--`. RUN is
+                     OUT/runs/ROW/seedS.
   --out DIR          data, checkpoints and logs (default work/cogs-tagging)
   --csv FILE         results CSV (default results/cogs-tagging.csv)
   --max-update N     training updates (default 6000: the notebook's 16 epochs of 64 sentences)
@@ -31,6 +48,8 @@ Options:
   --raw-dir DIR      COGS tsv files (default ../shared/data/cogs, see scripts/cogs-tags.py)
   -h, --help         this text
 
+wall_seconds: training + prediction, summed over the pieces of a resumed run; cpu_seconds (grid
+layout): user + system CPU time of the same commands; threads: OMP_NUM_THREADS.
 Notebook defaults used: Adam (0.9, 0.98, 1e-9), Noam schedule, dropout 0.1, batch 64 sentences.
 Arguments after `--` go to fairseq-train last (they win).
 USAGE
@@ -45,20 +64,22 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 [[ -d $root/.venv/bin ]] && export PATH=$root/.venv/bin:$PATH
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
-seeds=1 out=$root/work/cogs-tagging csv=$root/results/cogs-tagging.csv max_update=6000
-parent_head="" lr="" warmup="" raw_dir=""
+seeds=1 only_seed="" resume=0 grid_row="" out=$root/work/cogs-tagging
+csv=$root/results/cogs-tagging.csv max_update=6000 parent_head="" lr="" warmup="" raw_dir=""
 positional=() extra=()
 while (($#)); do
   case $1 in
     -h | --help) usage; exit 0 ;;
-    --seeds | --out | --csv | --max-update | --parent-head | --lr | --warmup | --raw-dir)
+    --seeds | --seed | --grid-row | --out | --csv | --max-update | --parent-head | --lr | \
+      --warmup | --raw-dir)
       (($# >= 2)) || die "$1 needs a value"
       case $1 in
-        --seeds) seeds=$2 ;; --out) out=$2 ;; --csv) csv=$2 ;; --max-update) max_update=$2 ;;
-        --parent-head) parent_head=$2 ;; --lr) lr=$2 ;; --warmup) warmup=$2 ;;
-        --raw-dir) raw_dir=$2 ;;
+        --seeds) seeds=$2 ;; --seed) only_seed=$2 ;; --grid-row) grid_row=$2 ;; --out) out=$2 ;;
+        --csv) csv=$2 ;; --max-update) max_update=$2 ;; --parent-head) parent_head=$2 ;;
+        --lr) lr=$2 ;; --warmup) warmup=$2 ;; --raw-dir) raw_dir=$2 ;;
       esac
       shift 2 ;;
+    --resume) resume=1; shift ;;
     --) shift; extra=("$@"); break ;;
     -*) die "unknown option $1 (see --help)" ;;
     *) positional+=("$1"); shift ;;
@@ -66,13 +87,14 @@ while (($#)); do
 done
 ((${#positional[@]} <= 1)) || die "one PRESET at most (see --help)"
 preset=${positional[0]:-cogs_tagging_tuned}
-for pair in "seeds:$seeds" "max-update:$max_update"; do
+for pair in "seeds:$seeds" "seed:${only_seed:-1}" "max-update:$max_update"; do
   [[ ${pair#*:} =~ ^[0-9]+$ && ${pair#*:} -ge 1 ]] || die "--${pair%%:*} ${pair#*:}: not a positive integer"
 done
 [[ -z $warmup || $warmup =~ ^[0-9]+$ ]] || die "--warmup $warmup: not an integer"
 [[ -z $lr || $lr =~ ^[0-9.eE+-]+$ ]] || die "--lr $lr: not a number"
 [[ -z $parent_head || $parent_head =~ ^(absolute|relative|attention)$ ]] ||
   die "--parent-head $parent_head: choose from absolute, relative, attention"
+[[ -z $grid_row || $grid_row =~ ^[A-Za-z0-9_.-]+$ ]] || die "--grid-row $grid_row: letters, digits, _ . - only"
 [[ -z $raw_dir || -d $raw_dir ]] || die "--raw-dir $raw_dir: not a directory"
 command -v fairseq-train >/dev/null || die "fairseq-train not found (run scripts/setup.sh)"
 
@@ -85,35 +107,112 @@ if [[ -z $warmup ]]; then
 fi
 [[ -n $lr ]] || lr=$(python -c "print(f'{64 ** -0.5 * 4000 ** -0.5:.6g}')")
 
-# Data: the tag files (absolute parents; the task maps them to every head's classes).
+# Data: the tag files (absolute parents; the task maps them to every head's classes). Built in
+# DATA.partial and renamed when complete; rebuilt when --raw-dir's content (a hash of its files)
+# differs from the one the folder was built from.
 data=$out/data
-if [[ ! -f $data/meta.json || -n $raw_dir ]]; then
-  rm -rf "$data"
-  tag_args=(--outdir "$data")
+raw_key=""
+if [[ -n $raw_dir ]]; then
+  raw_key=$(cd "$raw_dir" && find -L . -type f -print0 | LC_ALL=C sort -z |
+    xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+fi
+if [[ ! -f $data/meta.json || $(cat "$data/raw-dir.key" 2>/dev/null || true) != "$raw_key" ]]; then
+  rm -rf "$data.partial"
+  tag_args=(--outdir "$data.partial")
   [[ -n $raw_dir ]] && tag_args+=(--raw-dir "$raw_dir")
-  python "$root/scripts/cogs-tags.py" "${tag_args[@]}"
+  python "$root/scripts/cogs-tags.py" "${tag_args[@]}" || die "cogs-tags.py failed"
+  [[ -n $raw_key ]] && echo "$raw_key" >"$data.partial/raw-dir.key"
+  rm -rf "$data"
+  mv "$data.partial" "$data"
 fi
 n_train=$(wc -l <"$data/train.src")
+n_gen=$(wc -l <"$data/gen.src")
 head_args=()
 [[ -n $parent_head ]] && head_args=(--parent-head "$parent_head")
+threads=$OMP_NUM_THREADS
 
+# Is this seed already a row of the CSV (see --resume)?
+recorded() {
+  [[ -s $csv ]] || return 1
+  python - "$csv" "$1" "$grid_row" "$preset" "$n_train" "$n_gen" "$parent_head" "${extra[*]:-}" <<'PY'
+import csv, sys
+path, seed, row, preset, n_train, n_gen, head, extra = sys.argv[1:]
+with open(path, newline="") as f:
+    for r in csv.DictReader(f):
+        key = [r.get(k) for k in ("task", "seed", "split", "n_train", "n_test")]
+        if key != ["cogs-tagging", seed, "gen", n_train, n_gen]:
+            continue
+        if row and r.get("preset") == row:
+            sys.exit(0)
+        if not row and r.get("preset") == preset and r.get("extra_args") == extra and (
+            not head or r.get("parent_head") == head
+        ):
+            sys.exit(0)
+sys.exit(1)
+PY
+}
+
+# Wall and CPU time of a seed, summed over the pieces of an interrupted and resumed run: every
+# piece (also one ended by a signal) appends its seconds to RUN/wall.pieces and RUN/cpu.pieces.
+# CPU: user + system time of this shell's finished children (cutime and cstime of /proc/$$/stat).
+clk_tck=$(getconf CLK_TCK)
+children_cpu() {
+  awk -v hz="$clk_tck" '{ sub(/^.*\) /, ""); printf "%.2f\n", ($14 + $15) / hz }' "/proc/$$/stat"
+}
+piece_start="" piece_cpu="" piece_dir=""
+end_piece() {
+  if [[ -n $piece_start && -n $piece_dir && -d $piece_dir ]]; then
+    python -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
+      "$piece_start" "$(date +%s.%N)" >>"$piece_dir/wall.pieces"
+    python -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
+      "$piece_cpu" "$(children_cpu)" >>"$piece_dir/cpu.pieces"
+  fi
+  piece_start=""
+}
+total() { python -c "import sys; print(f'{sum(float(x) for x in open(sys.argv[1])):.1f}')" "$1"; }
+trap end_piece EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+if [[ -n $only_seed ]]; then
+  first_seed=$only_seed last_seed=$only_seed
+else
+  first_seed=1 last_seed=$seeds
+fi
 mkdir -p "$(dirname "$csv")"
-for ((seed = 1; seed <= seeds; seed++)); do
-  run_dir=$out/runs/$preset${parent_head:+-$parent_head}/seed$seed
-  rm -rf "$run_dir"
+for ((seed = first_seed; seed <= last_seed; seed++)); do
+  if [[ -n $grid_row ]]; then
+    run_dir=$out/runs/$grid_row/seed$seed
+  else
+    run_dir=$out/runs/$preset${parent_head:+-$parent_head}/seed$seed
+  fi
+  if ((resume)) && recorded "$seed"; then
+    echo "cogs-tagging-run.sh: $preset seed $seed: already in $csv, skipped" >&2
+    continue
+  fi
+  ((resume)) || rm -rf "$run_dir"
   mkdir -p "$run_dir"
-  start=$(date +%s.%N)
-  echo "cogs-tagging-run.sh: $preset seed $seed: training ($max_update updates) -> $run_dir" >&2
-  fairseq-train "$data" --user-dir "$root/fairseq_plugins" \
-    --task cogs_tagging --criterion cogs_tagging --arch "$preset" "${head_args[@]}" \
-    --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-9 \
-    --lr "$lr" --lr-scheduler inverse_sqrt --warmup-updates "$warmup" --warmup-init-lr 1e-7 \
-    --dropout 0.1 --batch-size 64 --required-batch-size-multiple 1 \
-    --max-update "$max_update" --seed "$seed" \
-    --best-checkpoint-metric accuracy --maximize-best-checkpoint-metric \
-    --save-dir "$run_dir/checkpoints" --no-epoch-checkpoints \
-    --log-format simple --log-interval 100 "${extra[@]}" >"$run_dir/train.log" 2>&1 ||
-    die "fairseq-train failed, see $run_dir/train.log"
+  piece_dir=$run_dir piece_start=$(date +%s.%N) piece_cpu=$(children_cpu)
+  if ((resume)) && [[ -f $run_dir/.trained ]]; then
+    echo "cogs-tagging-run.sh: $preset seed $seed: training already finished, evaluating" >&2
+  else
+    if [[ -f $run_dir/checkpoints/checkpoint_last.pt ]]; then
+      echo "cogs-tagging-run.sh: $preset seed $seed: resuming from $run_dir/checkpoints/checkpoint_last.pt" >&2
+    else
+      echo "cogs-tagging-run.sh: $preset seed $seed: training ($max_update updates) -> $run_dir" >&2
+    fi
+    fairseq-train "$data" --user-dir "$root/fairseq_plugins" \
+      --task cogs_tagging --criterion cogs_tagging --arch "$preset" "${head_args[@]}" \
+      --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-9 \
+      --lr "$lr" --lr-scheduler inverse_sqrt --warmup-updates "$warmup" --warmup-init-lr 1e-7 \
+      --dropout 0.1 --batch-size 64 --required-batch-size-multiple 1 \
+      --max-update "$max_update" --seed "$seed" \
+      --best-checkpoint-metric accuracy --maximize-best-checkpoint-metric \
+      --save-dir "$run_dir/checkpoints" --no-epoch-checkpoints \
+      --log-format simple --log-interval 100 "${extra[@]}" >>"$run_dir/train.log" 2>&1 ||
+      die "fairseq-train failed, see $run_dir/train.log"
+    touch "$run_dir/.trained"
+  fi
   updates=$(grep -o 'num_updates [0-9]*' "$run_dir/train.log" | tail -1 | awk '{print $2}')
   [[ -f $run_dir/checkpoints/checkpoint_best.pt ]] ||
     die "no checkpoint_best.pt after training, see $run_dir/train.log"
@@ -121,24 +220,45 @@ for ((seed = 1; seed <= seeds; seed++)); do
     --split test --split gen --outdir "$run_dir/pred" >"$run_dir/predict.txt" 2>"$run_dir/predict.log" ||
     die "cogs-tagging-predict.py failed, see $run_dir/predict.log"
   grep -E '^(test|gen):' "$run_dir/predict.txt" >&2
-  wall=$(python -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)")
+  end_piece
+  wall=$(total "$run_dir/wall.pieces")
+  cpu=$(total "$run_dir/cpu.pieces")
   head_used=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['parent_head'])" "$run_dir/pred/test.scores.json")
-  python - "$csv" "$run_dir/pred" "$preset" "$seed" "${updates:-0}" "$n_train" "$head_used" "$wall" \
-    "${extra[*]:-}" <<'PY'
+  python - "$csv" "$run_dir/pred" "$grid_row" "$preset" "$seed" "${updates:-0}" "$n_train" \
+    "$head_used" "$wall" "${extra[*]:-}" "$threads" "$cpu" "$parent_head" <<'PY' || die "could not append to $csv"
 import csv, datetime, json, os, sys
-path, pred, preset, seed, updates, n_train, head, wall, extra = sys.argv[1:]
-header = ["preset", "task", "seed", "updates", "split", "accuracy", "lf_accuracy", "n_test",
-          "n_train", "parent_head", "wall_seconds", "date", "extra_args"]
-new = not os.path.exists(path) or os.path.getsize(path) == 0
+path, pred, row, preset, seed, updates, n_train, head, wall, extra, threads, cpu, head_opt = (
+    sys.argv[1:]
+)
 now = datetime.datetime.now().isoformat(timespec="seconds")
+scores = {s: json.load(open(os.path.join(pred, f"{s}.scores.json"))) for s in ("test", "gen")}
+if row:  # the layout of scripts/compgen-run.sh (docs/compgen-grid.csv)
+    header = ["preset", "task", "seed", "updates", "accuracy", "wall_seconds", "date", "split",
+              "n_test", "n_train", "beam", "extra_args", "threads", "cpu_seconds"]
+    args = " ".join(["--arch", preset] + (["--parent-head", head_opt] if head_opt else [])
+                    + ([extra] if extra else []))
+    g = scores["gen"]
+    rows = [[row, "cogs-tagging", seed, updates, f"{g['accuracy']:.6f}", wall, now, "gen",
+             g["total"], n_train, "", args, threads, cpu]]
+else:
+    header = ["preset", "task", "seed", "updates", "split", "accuracy", "lf_accuracy", "n_test",
+              "n_train", "parent_head", "wall_seconds", "date", "extra_args"]
+    rows = [[preset, "cogs-tagging", seed, updates, s, f"{v['accuracy']:.6f}",
+             f"{v['lf_accuracy']:.6f}", v["total"], n_train, head, wall, now, extra]
+            for s, v in scores.items()]
+new = not os.path.exists(path) or os.path.getsize(path) == 0
+if not new:
+    with open(path, newline="") as f:
+        first = next(csv.reader(f), [])
+    if first != header:
+        sys.exit(f"cogs-tagging-run.sh: {path}: header {','.join(first)} is not the expected "
+                 f"{','.join(header)}")
 with open(path, "a", newline="") as f:
     w = csv.writer(f)
     if new:
         w.writerow(header)
-    for split in ("test", "gen"):
-        s = json.load(open(os.path.join(pred, f"{split}.scores.json")))
-        w.writerow([preset, "cogs-tagging", seed, updates, split, f"{s['accuracy']:.6f}",
-                    f"{s['lf_accuracy']:.6f}", s["total"], n_train, head, wall, now, extra])
+    w.writerows(rows)
 PY
-  echo "cogs-tagging-run.sh: $preset seed $seed: $(grep -E '^(test|gen):' "$run_dir/predict.txt" | tr '\n' ' ')after $updates updates, ${wall}s -> $csv" >&2
+  echo "cogs-tagging-run.sh: $preset${grid_row:+ ($grid_row)} seed $seed: $(grep -E '^(test|gen):' "$run_dir/predict.txt" | tr '\n' ' ')after $updates updates, ${wall}s (CPU ${cpu}s) -> $csv" >&2
 done
+}; exit
