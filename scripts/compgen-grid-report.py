@@ -3,15 +3,20 @@
 
   compgen-grid-report.py [--csv docs/compgen-grid.csv] [--doc docs/compgen-results.md]
                          [--png docs/compgen-results.png] [--runs work/compgen-grid/runs]
+                         [--tagging-runs work/compgen-grid/cogs-tagging/runs]
                          [--categories docs/compgen-grid-cogs-categories.csv]
 
 Writes, between the markers `<!-- BEGIN GENERATED ... -->` and `<!-- END GENERATED -->` of
 --doc (the rest of the file is left as it is): the main table (rows = presets, columns = the
 paper's 12 benchmarks plus COGS tagging; each cell `ours mean ± std (runs)` with the paper's
-value beside it), progress, per-category COGS accuracy, and every run with its wall time. Also
-draws the table as a PNG (bars: ours with std; black marks: the paper) and refreshes the
-per-category COGS CSV from the runs' accuracy.json files (rows of runs no longer on disk are
+value beside it), progress, per-category COGS accuracy (seq2seq and tagging), and every run with
+its wall time. Also draws the table as a PNG (bars: ours with std; black marks: the paper) and
+refreshes the per-category COGS CSV (task `cogs` from the seq2seq runs' accuracy.json, task
+`cogs-tagging` from the tagging runs' pred/gen.scores.json; rows of runs no longer on disk are
 kept). --doc - prints the generated block instead.
+
+The tagging column follows the TAGGING table of scripts/compgen-grid.sh: a row whose entry is
+`=OTHER` (rel2-eb, rel2-eb-c: rel-eb's encoder) shows OTHER's tagging result, footnoted.
 """
 
 import argparse
@@ -45,8 +50,10 @@ UNAVAILABLE = {
     "pcfg-productivity": "no data",
     "pcfg-systematicity": "no data",
     "cfq": "no data",
-    "cogs-tagging": "pending",
 }
+TAGGING = "cogs-tagging"
+# Not in the averages: COGS again, as tagging; the paper's Avg. does not include it either.
+NOT_AVERAGED = {TAGGING}
 ROWS = [
     ("compgen_abs", "abs"),
     ("compgen_rel_eb", "rel-eb"),
@@ -94,6 +101,21 @@ PAPER = {
 }
 
 
+# Table 5 (COGS as sequence tagging, official metric on gen): the paper lists two tagging models,
+# "base" (abs, small-2, absolute parent head: our cogs_tagging_base, row abs) 0.637 and "tuned"
+# (rel-eb, small-2s, attention parent head) 0.784. No grid row is the tuned model (small-2s is
+# tagged with the absolute head), so only abs has a paper value; see the doc for the reading.
+PAPER_TAGGING = {"compgen_abs": 0.637}
+PAPER_TAGGING_TUNED = 0.784
+
+
+def paper_value(preset, column):
+    if column == TAGGING:
+        return PAPER_TAGGING.get(preset)
+    paper = PAPER.get(preset)
+    return paper[0].get(column) if paper else None
+
+
 class ReportError(Exception):
     pass
 
@@ -128,8 +150,40 @@ def held_columns():
     return [c for c, _ in COLUMNS if c not in UNAVAILABLE]
 
 
+def averaged_columns():
+    return [c for c in held_columns() if c not in NOT_AVERAGED]
+
+
+def grid_array(name):
+    """The entries of the bash array NAME=( ... ) of scripts/compgen-grid.sh."""
+    text = (ROOT / "scripts" / "compgen-grid.sh").read_text()
+    body = text.split(f"\n{name}=(", 1)[1].split("\n)", 1)[0]
+    return [line.strip().strip('"') for line in body.splitlines() if line.strip()]
+
+
+def tagging_plan():
+    """{row: (tagging arch, extra options)} or {row: ("=OTHER", "")} from compgen-grid.sh."""
+    return {p: (a, o) for p, a, o in (t.split("|", 2) for t in grid_array("TAGGING"))}
+
+
+def tagging_source(preset):
+    """The row whose tagging run stands for PRESET (itself, or OTHER for `=OTHER`)."""
+    arch = tagging_plan().get(preset, ("", ""))[0]
+    return arch[1:] if arch.startswith("=") else preset
+
+
+def cell(stats, preset, column):
+    """(mean, std, n) of a cell or None, and the row it is borrowed from (None: its own)."""
+    if column == TAGGING and tagging_source(preset) != preset:
+        src = tagging_source(preset)
+        return stats.get((src, column)), src
+    return stats.get((preset, column)), None
+
+
 def main_table(stats):
     held = held_columns()
+    averaged = averaged_columns()
+    names = dict(ROWS)
     head = (
         ["row (preset)"]
         + [label for _, label in COLUMNS]
@@ -145,28 +199,31 @@ def main_table(stats):
         cells = [f"{name}<br>`{preset}`"]
         ours_means, paper_vals = [], []
         for c, _ in COLUMNS:
+            pv = paper_value(preset, c)
             if c in UNAVAILABLE:
-                pv = paper.get(c) if paper else None
                 cells.append(UNAVAILABLE[c] + (f"<br>*paper {pv:.3f}*" if pv is not None else ""))
                 continue
-            if (preset, c) in stats:
-                mean, std, n = stats[preset, c]
-                ours_means.append(mean)
+            st, src = cell(stats, preset, c)
+            if st is not None:
+                mean, std, n = st
+                if c in averaged:
+                    ours_means.append(mean)
+                    paper_vals += [pv] if pv is not None else []
                 text = f"{mean:.3f} ± {std:.3f} ({n})" if n > 1 else f"{mean:.3f} (1)"
                 if best[c] is not None and mean == best[c]:
                     text = f"**{text}**"
             else:
                 text = "–"
-            if paper:
-                if (preset, c) in stats:
-                    paper_vals.append(paper[c])
-                text += f"<br>*paper {paper[c]:.3f}*"
+            if src is not None:
+                text += f" ({names[src]}'s †)"
+            if pv is not None:
+                text += f"<br>*paper {pv:.3f}*"
             cells.append(text)
-        complete = len(ours_means) == len(held)
+        complete = len(ours_means) == len(averaged)
         avg = statistics.fmean(ours_means) if ours_means else None
         cells.append("–" if avg is None else f"{avg:.3f}" + ("" if complete else " (partial)"))
         if paper and not paper_vals:  # nothing of ours yet: the paper over the 9 columns
-            paper_vals = [paper[c] for c in held]
+            paper_vals = [paper[c] for c in averaged]
         cells.append(f"{statistics.fmean(paper_vals):.3f}" if paper_vals else "–")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -233,8 +290,20 @@ def wall_summary(rows):
     return "\n".join(lines) + "\n"
 
 
-def sync_categories(rows, runs_dir, path):
-    """Refresh the per-category COGS CSV from the runs' accuracy.json; keep rows of lost runs."""
+def _category_files(r, runs_dir, tagging_runs_dir):
+    """The score files with per-category gen accuracies of CSV row r (none if not on disk)."""
+    if r["task"] == "cogs" and runs_dir is not None:
+        return sorted(Path(runs_dir, r["preset"]).glob(f"cogs*/seed{r['seed']}/accuracy.json"))
+    if r["task"] == TAGGING and tagging_runs_dir is not None:
+        scores = Path(tagging_runs_dir, r["preset"], f"seed{r['seed']}", "pred", "gen.scores.json")
+        return [scores] if scores.is_file() else []
+    return []
+
+
+def sync_categories(rows, runs_dir, path, tagging_runs_dir=None):
+    """Refresh the per-category COGS CSV (tasks cogs and cogs-tagging) from the runs' score
+    files (seq2seq: accuracy.json; tagging: pred/gen.scores.json, the official metric); keep
+    rows of lost runs."""
     header = ["preset", "task", "seed", "category", "correct", "total", "accuracy"]
     keep = {}
     p = Path(path)
@@ -242,23 +311,18 @@ def sync_categories(rows, runs_dir, path):
         with open(p, newline="") as f:
             for r in csv.DictReader(f):
                 keep[r["preset"], r["task"], r["seed"], r["category"]] = r
-    if runs_dir is not None:
-        for r in rows:
-            if r["task"] != "cogs":
-                continue
-            for acc in sorted(
-                Path(runs_dir, r["preset"]).glob(f"cogs*/seed{r['seed']}/accuracy.json")
-            ):
-                for cat, c in json.loads(acc.read_text()).get("categories", {}).items():
-                    keep[r["preset"], r["task"], r["seed"], cat] = {
-                        "preset": r["preset"],
-                        "task": r["task"],
-                        "seed": r["seed"],
-                        "category": cat,
-                        "correct": c["correct"],
-                        "total": c["total"],
-                        "accuracy": f"{c['accuracy']:.6f}",
-                    }
+    for r in rows:
+        for acc in _category_files(r, runs_dir, tagging_runs_dir):
+            for cat, c in json.loads(acc.read_text()).get("categories", {}).items():
+                keep[r["preset"], r["task"], r["seed"], cat] = {
+                    "preset": r["preset"],
+                    "task": r["task"],
+                    "seed": r["seed"],
+                    "category": cat,
+                    "correct": c["correct"],
+                    "total": c["total"],
+                    "accuracy": f"{c['accuracy']:.6f}",
+                }
     recorded = {(r["preset"], r["task"], r["seed"]) for r in rows}
     out = [v for k, v in keep.items() if k[:3] in recorded]
     if out:
@@ -267,27 +331,37 @@ def sync_categories(rows, runs_dir, path):
         with open(tmp, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=header)
             w.writeheader()
-            for v in sorted(out, key=lambda v: (v["preset"], int(v["seed"]), v["category"])):
+            for v in sorted(
+                out, key=lambda v: (v["task"], v["preset"], int(v["seed"]), v["category"])
+            ):
                 w.writerow(v)
         tmp.replace(p)
     return out
 
 
-def category_table(cat_rows):
+def category_table(cat_rows, task="cogs"):
+    cat_rows = [r for r in cat_rows if r["task"] == task]
     if not cat_rows:
-        return "No COGS run recorded yet.\n"
-    acc = {}
+        return f"No {'COGS tagging' if task == TAGGING else 'COGS'} run recorded yet.\n"
+    acc, n = {}, {}
     for r in cat_rows:
         acc.setdefault((r["category"], r["preset"]), []).append(float(r["accuracy"]))
+        n.setdefault(r["preset"], set()).add(r["seed"])
     cats = sorted({r["category"] for r in cat_rows})
     presets = [p for p, _ in ROWS if any(r["preset"] == p for r in cat_rows)]
+    if task == TAGGING:
+        plan = tagging_plan()
+        heads = [f"{p}<br>{' '.join(x for x in plan.get(p, ('', '')) if x)}" for p in presets]
+    else:
+        heads = presets
+    heads = [f"{h} ({len(n[p])})" for h, p in zip(heads, presets)]
     lines = [
-        "| COGS gen category | " + " | ".join(presets) + " | tagging |",
-        "|---" * (len(presets) + 2) + "|",
+        "| COGS gen category | " + " | ".join(heads) + " |",
+        "|---" * (len(presets) + 1) + "|",
     ]
     for c in cats:
         cells = [f"{statistics.fmean(acc[c, p]):.3f}" if (c, p) in acc else "–" for p in presets]
-        lines.append(f"| {c} | " + " | ".join(cells) + " | pending |")
+        lines.append(f"| {c} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -301,22 +375,31 @@ def chart(stats, path):
     rows = [(p, n) for p, n in ROWS if any((p, c) in stats for c in cols)] or ROWS
     width = 0.8 / len(rows)
     fig, ax = plt.subplots(figsize=(13, 5.4))
+    labelled = False
     for i, (p, name) in enumerate(rows):
         xs = [j - 0.4 + width * (i + 0.5) for j in range(len(cols))]
-        ys = [stats[p, c][0] if (p, c) in stats else 0 for c in cols]
-        es = [stats[p, c][1] if (p, c) in stats else 0 for c in cols]
+        got = [cell(stats, p, c) for c in cols]
+        ys = [st[0] if st else 0 for st, _ in got]
+        es = [st[1] if st else 0 for st, _ in got]
         bars = ax.bar(xs, ys, width, yerr=es, capsize=1.5, label=name)
-        if p in PAPER:
+        for bar, (_, src) in zip(bars.patches, got):
+            if src is not None:  # borrowed from the row with the same encoder: hatched
+                bar.set_hatch("///")
+                bar.set_alpha(0.6)
+        marks = [(x, paper_value(p, c)) for x, c in zip(xs, cols)]
+        marks = [(x, v) for x, v in marks if v is not None]
+        if marks:
             ax.scatter(
-                xs,
-                [PAPER[p][0][c] for c in cols],
+                [x for x, _ in marks],
+                [v for _, v in marks],
                 marker="_",
                 s=120,
                 color="black",
                 zorder=3,
-                label="paper" if i == 0 else None,
+                label=None if labelled else "paper",
             )
-        ran = [(x, c) for x, c in zip(xs, cols) if (p, c) in stats]
+            labelled = True
+        ran = [(x, c) for x, c, (st, src) in zip(xs, cols, got) if st and src is None]
         ax.scatter(  # a dot at the foot of every cell that has runs (shows accuracy 0)
             [x for x, _ in ran],
             [0.012] * len(ran),
@@ -332,7 +415,9 @@ def chart(stats, path):
     ax.set_ylabel("sequence accuracy (test / gen split)")
     ax.set_title(
         "Ontañón et al. small-2 rows: ours at a reduced budget (bars, ± std over seeds; a dot at "
-        "the foot = cell has runs, none = not run yet) vs the paper (black marks)",
+        "the foot = cell has runs, none = not run yet) vs the paper (black marks)\n"
+        "COGS tag.: encoder-only tagging model with the row's encoder (hatched: rel2 rows show "
+        "rel-eb's, same encoder)",
         fontsize=9,
     )
     ax.legend(fontsize="small", ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.08))
@@ -342,15 +427,12 @@ def chart(stats, path):
 
 
 def plan_total():
-    """Cells of compgen-grid.sh (rows x seeds x columns), read from its ROWS/COLUMNS arrays."""
-    text = (ROOT / "scripts" / "compgen-grid.sh").read_text()
-
-    def array(name):
-        body = text.split(f"{name}=(", 1)[1].split("\n)", 1)[0]
-        return [line.strip().strip('"') for line in body.splitlines() if line.strip()]
-
-    seeds = sum(int(r.split("|")[1]) for r in array("ROWS"))
-    return seeds * len(array("COLUMNS"))
+    """Cells of compgen-grid.sh (rows x seeds x columns, without the tagging cells of rows that
+    share another row's tagging run), read from its ROWS/COLUMNS/TAGGING arrays."""
+    seeds = {r.split("|")[0]: int(r.split("|")[1]) for r in grid_array("ROWS")}
+    own = [p for p in seeds if tagging_source(p) == p]
+    tasks = [c.split("|")[0] for c in grid_array("COLUMNS")]
+    return sum(sum(seeds[p] for p in (own if t == TAGGING else seeds)) for t in tasks)
 
 
 def generated(rows, stats, cat_rows):
@@ -364,17 +446,35 @@ def generated(rows, stats, cat_rows):
         "std), bold = best of our rows "
         "in the column; *paper* = Ontañón et al.'s value for the same row (mean of at least 3 runs "
         "at the paper's training length). `–` = not run yet. *no data*: PCFG and CFQ are not in ../shared/data. "
-        "*pending*: COGS tagging model being built by another engineer. Avg. ours = mean over "
-        "the 9 columns we run (partial while cells are missing); Avg. paper = the paper's mean "
+        "*COGS tag.*: COGS as sequence tagging (section 4.5.1), the encoder-only tagging model "
+        "with the row's encoder (see the per-category table below for the architectures), the "
+        "official metric (all five tag rows exact) on the whole gen split (21,000); *paper* = "
+        "Table 5, which has one tagging model of our rows: abs (the notebook's base, absolute "
+        f"parent head); its other, {PAPER_TAGGING_TUNED:.3f}, is rel-eb small-2s with the attention "
+        "parent head, which no row runs (small-2s is tagged with the absolute head). "
+        "† rel2-eb and rel2-eb-c have rel-eb's encoder (they differ from it only in the decoder: "
+        "relative cross-attention, copy decoder), and the tagging model has no decoder, so their "
+        "tagging model is rel-eb's: the cell shows rel-eb's runs, not trained again. "
+        "Avg. ours = mean over "
+        "the 9 seq2seq columns we run (partial while cells are missing; COGS tag. is not averaged: "
+        "it is COGS again, and the paper's averages leave it out); Avg. paper = the paper's mean "
         "over the same cells as ours (all 9 columns when the grid is complete; not its printed "
         "12-column Avg.).",
         "",
         progress(rows, plan_total()),
         "### COGS (seq2seq) per generalisation category",
         "",
-        "Mean over seeds; gen split subsampled as stated under Budget (about 100 lines per category). Tagging: pending.",
+        "Mean over seeds (runs in parentheses); gen split subsampled as stated under Budget "
+        "(about 100 lines per category).",
         "",
         category_table(cat_rows),
+        "### COGS (tagging) per generalisation category",
+        "",
+        "Official metric (all five tag rows exact), mean over seeds (runs in parentheses), on the "
+        "whole gen split (1,000 sentences per category). Column heads: the row and its tagging "
+        "architecture with the options added to it; rel2-eb and rel2-eb-c are rel-eb's (†).",
+        "",
+        category_table(cat_rows, TAGGING),
         "### Mean wall / CPU time per run (s), by task and preset",
         "",
         wall_summary(rows) or "No runs yet.\n",
@@ -394,12 +494,16 @@ def main(argv=None):
     ap.add_argument("--doc", default=str(ROOT / "docs" / "compgen-results.md"))
     ap.add_argument("--png", default=str(ROOT / "docs" / "compgen-results.png"))
     ap.add_argument("--runs", default=str(ROOT / "work" / "compgen-grid" / "runs"))
+    ap.add_argument(
+        "--tagging-runs", default=str(ROOT / "work" / "compgen-grid" / "cogs-tagging" / "runs")
+    )
     ap.add_argument("--categories", default=str(ROOT / "docs" / "compgen-grid-cogs-categories.csv"))
     args = ap.parse_args(argv)
     rows = read_csv(args.csv)
     stats = summarize(rows)
     runs = args.runs if Path(args.runs).is_dir() else None
-    cat_rows = sync_categories(rows, runs, args.categories)
+    tagging_runs = args.tagging_runs if Path(args.tagging_runs).is_dir() else None
+    cat_rows = sync_categories(rows, runs, args.categories, tagging_runs)
     block = generated(rows, stats, cat_rows)
     if args.doc == "-":
         print(block)

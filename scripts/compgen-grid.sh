@@ -19,6 +19,13 @@ point (kill the process group, Ctrl-C, shutdown) and to start again with the sam
 Order: seed 1 of every row x column first, then seed 2, then seed 3, so a partial grid is
 already a table. A second grid on the same --out refuses to start (lock file).
 
+The cogs-tagging column (COGS as sequence tagging, encoder-only) runs scripts/cogs-tagging-run.sh
+with the tagging architecture that has the row's encoder (table TAGGING in this script; see
+--list). rel2-eb and rel2-eb-c differ from rel-eb only in the decoder, so they have no tagging
+cell of their own: the report shows rel-eb's. A tagging run appends one line to the same CSV
+(preset = the row, task = cogs-tagging, split gen, extra_args = --arch TAGGING-ARCH ...); its
+folder is OUT/cogs-tagging/runs/ROW/seedS (per-category accuracies in pred/gen.scores.json).
+
 Options:
   --out DIR        data, runs, checkpoints, logs (default work/compgen-grid)
   --csv FILE       results CSV (default docs/compgen-grid.csv)
@@ -27,6 +34,8 @@ Options:
   --only-task T    only the column T (repeatable), e.g. --only-task add
   --only-preset P  only the row P (repeatable)
   --list           print the plan (budget per column, every cell and its state) and exit
+  --dry-run        print the command of every selected cell not yet in the CSV, in run order,
+                   and exit (starts nothing)
   -h, --help       this text
 
 Budget per column (fixed for every row of the column; batch 64 sentences, Adam 0.9/0.98/1e-9,
@@ -44,7 +53,7 @@ die() {
 root=$(cd "$(dirname "$0")/.." && pwd)
 [[ -d $root/.venv/bin ]] && export PATH=$root/.venv/bin:$PATH
 
-out=$root/work/compgen-grid csv=$root/docs/compgen-grid.csv threads=1 max_runs="" list=0
+out=$root/work/compgen-grid csv=$root/docs/compgen-grid.csv threads=1 max_runs="" list=0 dry_run=0
 only_tasks=() only_presets=()
 while (($#)); do
   case $1 in
@@ -57,6 +66,7 @@ while (($#)); do
       esac
       shift 2 ;;
     --list) list=1; shift ;;
+    --dry-run) dry_run=1; shift ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -69,6 +79,9 @@ done
 # (see docs/compgen-results.md): 1,500 updates of 64 examples where the paper's abs-vs-rel2 gap
 # shows (Add, AddNeg, Reverse, Dup), fewer where every row of the paper is near 0 or 0.5 or where
 # sequences are long (Cart outputs up to 191 tokens, SCAN up to 48, COGS up to ~500).
+# cogs-tagging (scripts/cogs-tagging-run.sh, whole official splits, no data options): 4,000
+# updates (10.6 epochs; the notebook's 6,000 less a third), measured at 0.03-0.04 CPU s per
+# update, so one seed of its 5 models costs about 16 CPU minutes with evaluation.
 COLUMNS=(
   "add|1500|--valid 256"
   "addneg|1500|--valid 256"
@@ -79,6 +92,7 @@ COLUMNS=(
   "scan-length|1000|--valid 500"
   "scan-addjump|1000|--valid 500"
   "cogs|700|--valid 500 --test 2100"
+  "cogs-tagging|4000|"
 )
 # Rows: preset | seeds | extra fairseq-train options. compgen_small_2s is the paper's small-2s
 # of Table 4: rel2-eb-c with weight sharing (the preset alone is abs without copy decoder).
@@ -90,6 +104,21 @@ ROWS=(
   "compgen_small_2s|2|--rel-pos eb --rel-pos-cross --copy-decoder"
   "compgen_comp_rel2_eb_c|3|"
   "compgen_comp_rel2_eb_cs|2|"
+)
+# COGS tagging: the model is encoder-only, so each row is tagged by the tagging_transformer
+# architecture with the row's encoder: row | tagging arch (or =ROW: the same encoder as ROW, whose
+# tagging run stands for this row too; not trained again) | extra fairseq-train options.
+# The parent head is each tagging preset's default (absolute for base, rel_eb and rel_eb_s).
+# compgen_comp_rel2_eb_c's encoder: rel-eb self-attention made compositional with S = R = 4 (the
+# preset's --attention-type compositional; S and R default to the 4 heads, written out here).
+TAGGING=(
+  "compgen_abs|cogs_tagging_base|"
+  "compgen_rel_eb|cogs_tagging_rel_eb|"
+  "compgen_rel2_eb|=compgen_rel_eb|"
+  "compgen_rel2_eb_c|=compgen_rel_eb|"
+  "compgen_small_2s|cogs_tagging_rel_eb_s|"
+  "compgen_comp_rel2_eb_c|cogs_tagging_rel_eb|--attention-type compositional --num-searches 4 --num-retrievals 4"
+  "compgen_comp_rel2_eb_cs|cogs_tagging_rel_eb_s|--attention-type compositional --num-searches 4 --num-retrievals 4"
 )
 COMMON=(--cpu --save-interval-updates 500 --keep-interval-updates 1 --save-interval 1000000
   --validate-interval 1000000 --log-interval 100)
@@ -103,6 +132,23 @@ selected() { # selected VALUE FILTER...: true when no filter is given or VALUE i
   return 1
 }
 
+tagging_of() { # tagging_of ROW: "ARCH|OPTIONS", or "=OTHER|" when OTHER's tagging run is ROW's
+  local t p a o
+  for t in "${TAGGING[@]}"; do
+    IFS='|' read -r p a o <<<"$t"
+    [[ $p == "$1" ]] && echo "$a|$o" && return 0
+  done
+  return 1
+}
+for row in "${ROWS[@]}"; do # every row has a tagging entry; =OTHER names a row with its own run
+  IFS='|' read -r preset _ _ <<<"$row"
+  t=$(tagging_of "$preset") || die "internal: $preset has no TAGGING entry"
+  if [[ $t == =* ]]; then
+    t=${t#=} t=${t%%|*}
+    [[ $(tagging_of "$t" || true) =~ ^cogs_tagging ]] || die "internal: TAGGING of $preset: $t has no tagging run"
+  fi
+done
+
 # The plan, in order: seed round, then column, then row.
 plan=()
 for seed in 1 2 3; do
@@ -112,6 +158,7 @@ for seed in 1 2 3; do
     for row in "${ROWS[@]}"; do
       IFS='|' read -r preset seeds _ <<<"$row"
       selected "$preset" "${only_presets[@]+"${only_presets[@]}"}" || continue
+      [[ $task == cogs-tagging && $(tagging_of "$preset") == =* ]] && continue
       ((seed <= seeds)) && plan+=("$seed|$col|$row")
     done
   done
@@ -137,22 +184,69 @@ suffix_of() { # the run folder suffix compgen-run.sh derives from the data optio
   echo "$s"
 }
 
+# cell_command CELL: the script and arguments of a cell (array cmd) and its run folder (run_dir).
+aj=$out/raw/scan-addjump
+cell_command() {
+  local seed task updates data preset seeds extra tag_arch tag_opts
+  IFS='|' read -r seed task updates data preset seeds extra <<<"$1"
+  if [[ $task == cogs-tagging ]]; then
+    IFS='|' read -r tag_arch tag_opts <<<"$(tagging_of "$preset")"
+    # shellcheck disable=SC2206 # tag_opts is an option list of plain words
+    cmd=(bash "$root/scripts/cogs-tagging-run.sh" "$tag_arch" --grid-row "$preset" --seed "$seed"
+      --resume --max-update "$updates" --out "$out/cogs-tagging" --csv "$csv" -- "${COMMON[@]}"
+      $tag_opts)
+    run_dir=$out/cogs-tagging/runs/$preset/seed$seed
+    return
+  fi
+  local raw=()
+  [[ $task == scan-addjump ]] && raw=(--raw-dir "$aj")
+  # shellcheck disable=SC2206 # data and extra are option lists of plain words
+  cmd=(bash "$root/scripts/compgen-run.sh" "$preset" "$task" --seed "$seed" --resume
+    --max-update "$updates" $data "${raw[@]+"${raw[@]}"}" --out "$out" --csv "$csv" --
+    "${COMMON[@]}" $extra)
+  run_dir=$out/runs/$preset/$task$(suffix_of "$data")/seed$seed
+}
+
 if ((list)); then
   echo "columns (task, updates, data options):"
   for col in "${COLUMNS[@]}"; do IFS='|' read -r t u d <<<"$col"; printf '  %-13s %5s  %s\n' "$t" "$u" "$d"; done
   echo "rows (preset, seeds, extra options):"
   for row in "${ROWS[@]}"; do IFS='|' read -r p s e <<<"$row"; printf '  %-24s %s  %s\n' "$p" "$s" "$e"; done
+  echo "cogs-tagging (encoder-only; row -> tagging arch with the row's encoder, extra options):"
+  for row in "${ROWS[@]}"; do
+    IFS='|' read -r p _ _ <<<"$row"
+    IFS='|' read -r a o <<<"$(tagging_of "$p")"
+    if [[ $a == =* ]]; then
+      printf '  %-24s = %s (same encoder, differs in the decoder only): not trained again\n' "$p" "${a#=}"
+    else
+      printf '  %-24s %s%s\n' "$p" "$a" "${o:+ $o}"
+    fi
+  done
   finished=$(done_cells)
   n_done=0
   echo "cells in run order (state: done = in $csv, partial = has a run folder, todo):"
   for cell in "${plan[@]}"; do
     IFS='|' read -r seed task updates data preset seeds extra <<<"$cell"
+    cell_command "$cell"
     state=todo
-    [[ -d $out/runs/$preset/$task$(suffix_of "$data")/seed$seed ]] && state=partial
+    [[ -d $run_dir ]] && state=partial
     grep -qxF "$preset $task $seed" <<<"$finished" && state=done && n_done=$((n_done + 1))
-    printf '  %-8s seed %s  %-13s %s\n' "$state" "$seed" "$task" "$preset"
+    arrow=""
+    [[ $task == cogs-tagging ]] && arrow=" -> $(tagging_of "$preset" | tr '|' ' ' | sed 's/ *$//')"
+    printf '  %-8s seed %s  %-13s %s%s\n' "$state" "$seed" "$task" "$preset" "$arrow"
   done
   echo "${#plan[@]} cells, $n_done done"
+  exit 0
+fi
+
+if ((dry_run)); then
+  finished=$(done_cells)
+  for cell in "${plan[@]}"; do
+    IFS='|' read -r seed task _ _ preset _ _ <<<"$cell"
+    grep -qxF "$preset $task $seed" <<<"$finished" && continue
+    cell_command "$cell"
+    echo "${cmd[*]}"
+  done
   exit 0
 fi
 
@@ -167,7 +261,6 @@ log() { echo "$(date -u '+%F %T') compgen-grid: $*" >&2; }
 # command once, so tasks.txt minus the lines of the add-jump train file is that test set (in
 # tasks.txt order, not the official file's order). Built once, atomically, and checked.
 scan=$root/../shared/data/scan
-aj=$out/raw/scan-addjump
 if [[ ! -f $aj/.done ]]; then
   [[ -f $scan/tasks.txt && -f $scan/add_prim_split/tasks_train_addprim_jump.txt ]] ||
     die "SCAN files missing under $scan"
@@ -209,17 +302,12 @@ for cell in "${plan[@]}"; do
     log "stopping after --max-runs $max_runs runs"
     break
   fi
-  raw=()
-  [[ $task == scan-addjump ]] && raw=(--raw-dir "$aj")
-  # shellcheck disable=SC2206 # data and extra are option lists of plain words
-  args=("$preset" "$task" --seed "$seed" --resume --max-update "$updates" $data "${raw[@]+"${raw[@]}"}"
-    --out "$out" --csv "$csv" -- "${COMMON[@]}" $extra)
+  cell_command "$cell"
   log "run: seed $seed $task $preset ($updates updates)"
   start=$(date +%s)
-  if bash "$root/scripts/compgen-run.sh" "${args[@]}"; then
+  if "${cmd[@]}"; then
     log "done: seed $seed $task $preset in $(($(date +%s) - start))s"
     # Keep only the best checkpoint of a recorded run (the others are for resuming).
-    run_dir=$out/runs/$preset/$task$(suffix_of "$data")/seed$seed
     find "$run_dir/checkpoints" -name '*.pt' ! -name checkpoint_best.pt -delete 2>/dev/null || true
   else
     log "FAILED: seed $seed $task $preset (see the run's train.log); continuing"

@@ -413,3 +413,119 @@ def test_run_script_help_and_bad_arguments():
     )
     bad = run(["bash", script, "compgen_abs", "--max-update", "1"], check=False)
     assert bad.returncode == 2 and "unknown tagging --arch compgen_abs" in bad.stderr
+
+
+# ------------------------------------------------------------ the grid's tagging column
+
+
+def grid_tagging():
+    """{row: (tagging arch, options)} and {row: seq2seq extra options} of compgen-grid.sh."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "compgen_grid_report", ROOT / "scripts" / "compgen-grid-report.py"
+    )
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    rows = {r.split("|")[0]: r.split("|")[2] for r in report.grid_array("ROWS")}
+    return report.tagging_plan(), rows
+
+
+def seq2seq_encoder(arch_args):
+    from fairseq_plugins.models.variant_transformer import VariantTransformerModel
+
+    utils.import_user_module(SimpleNamespace(user_dir=USER_DIR))
+    parser = options.get_training_parser(default_task="translation")
+    args = options.parse_args_and_arch(
+        parser, ["/nonexistent", "--task", "translation", "--user-dir", USER_DIR] + arch_args
+    )
+    src = fake_task().source_dictionary
+    task = SimpleNamespace(source_dictionary=src, target_dictionary=src)
+    return VariantTransformerModel.build_model(args, task).encoder
+
+
+def test_grid_tagging_models_have_the_rows_encoders():
+    """Every grid row's tagging model (compgen-grid.sh TAGGING) has the row's encoder, module by
+    module; the rows that borrow another row's tagging run have that row's encoder too."""
+    tagging, rows = grid_tagging()
+    assert set(tagging) == set(rows)
+    for row, (arch, extra) in tagging.items():
+        source = arch[1:] if arch.startswith("=") else row
+        arch, extra = tagging[source]
+        tagger, args, _ = build(["--arch", arch] + extra.split())
+        encoder = seq2seq_encoder(["--arch", row] + rows[row].split())
+        assert str(tagger.encoder) == str(encoder), row
+        shapes = [(n, tuple(p.shape)) for n, p in tagger.encoder.named_parameters()]
+        assert shapes == [(n, tuple(p.shape)) for n, p in encoder.named_parameters()], row
+        if arch in ("cogs_tagging_base", "cogs_tagging_rel_eb", "cogs_tagging_rel_eb_s"):
+            assert args.parent_head == "absolute"  # Table 5's / the notebook's base head
+    assert tagging["compgen_rel2_eb"][0] == tagging["compgen_rel2_eb_c"][0] == "=compgen_rel_eb"
+
+
+@pytest.mark.slow
+def test_grid_row_run_records_one_grid_line_and_resumes(cogs_data, tmp_path):
+    """cogs-tagging-run.sh --grid-row --resume, as compgen-grid.sh calls it, on slices of COGS."""
+    import gzip
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for name, n in (("train", 200), ("dev", 20), ("test", 20)):
+        lines = (cogs_data / f"{name}.tsv").read_text().splitlines()[:n]
+        (raw / f"{name}.tsv").write_text("\n".join(lines) + "\n")
+    with gzip.open(cogs_data / "gen.tsv.gz", "rt") as f:
+        (raw / "gen.tsv").write_text("\n".join(f.read().splitlines()[::525][:40]) + "\n")
+    out = tmp_path / "out"
+    opts = ["--cpu", *TINY, "--save-interval-updates", "2", "--keep-interval-updates", "1"]
+    opts += ["--save-interval", "1000000", "--validate-interval", "1000000", "--log-interval", "1"]
+
+    def tag_run(csv_path, updates=4):
+        return run(
+            ["bash", ROOT / "scripts" / "cogs-tagging-run.sh", "cogs_tagging_base"]
+            + ["--grid-row", "compgen_abs", "--seed", "1", "--resume", "--max-update", updates]
+            + ["--raw-dir", raw, "--out", out, "--csv", csv_path, "--", *opts]
+        )
+
+    def rows(csv_path):
+        import csv
+
+        with open(csv_path, newline="") as f:
+            return list(csv.DictReader(f))
+
+    first = tmp_path / "a.csv"
+    tag_run(first)
+    (row,) = rows(first)
+    run_dir = out / "runs" / "compgen_abs" / "seed1"
+    gen = json.loads((run_dir / "pred" / "gen.scores.json").read_text())
+    assert list(row) == (
+        "preset,task,seed,updates,accuracy,wall_seconds,date,split,n_test,n_train,beam,"
+        "extra_args,threads,cpu_seconds"
+    ).split(",")
+    assert [row[k] for k in ("preset", "task", "seed", "updates", "split", "n_test")] == [
+        "compgen_abs",
+        "cogs-tagging",
+        "1",
+        "4",
+        "gen",
+        "40",
+    ]
+    assert row["n_train"] == "200" and row["beam"] == "" and row["threads"] == "1"
+    assert row["extra_args"] == "--arch cogs_tagging_base " + " ".join(map(str, opts))
+    assert float(row["accuracy"]) == round(gen["accuracy"], 6)
+    assert float(row["cpu_seconds"]) > 0 and float(row["wall_seconds"]) > 0
+    assert sum(c["total"] for c in gen["categories"].values()) == 40
+    # Recorded: skipped. Finished but not in the CSV: only evaluated.
+    again = tag_run(first)
+    assert "already in" in again.stderr and len(rows(first)) == 1
+    log_size = (run_dir / "train.log").stat().st_size
+    second = tmp_path / "b.csv"
+    evaluated = tag_run(second)
+    assert "training already finished, evaluating" in evaluated.stderr
+    assert (run_dir / "train.log").stat().st_size == log_size
+    assert len(rows(second)) == 1 and len((run_dir / "wall.pieces").read_text().split()) == 2
+    # Interrupted (no .trained): continues from checkpoint_last.pt.
+    (run_dir / ".trained").unlink()
+    third = tmp_path / "c.csv"
+    resumed = tag_run(third, updates=6)
+    assert "resuming from" in resumed.stderr
+    assert "Loaded checkpoint" in (run_dir / "train.log").read_text()
+    assert rows(third)[0]["updates"] == "6"

@@ -2,6 +2,7 @@
 
 import csv
 import importlib.util
+import json
 import subprocess
 import sys
 
@@ -10,6 +11,7 @@ from conftest import ROOT, run
 GRID = ROOT / "scripts" / "compgen-grid.sh"
 REPORT = ROOT / "scripts" / "compgen-grid-report.py"
 ENV = {"OMP_NUM_THREADS": "1"}
+TAG_ARCH = {"compgen_abs": "cogs_tagging_base", "compgen_rel_eb": "cogs_tagging_rel_eb"}
 
 
 def load_report():
@@ -47,12 +49,79 @@ def test_plan_order_seed_rounds_and_done_cells(tmp_path):
         for line in proc.stdout.splitlines()
         if line.startswith("  ") and "seed " in line
     ]
-    assert len(cells) == load_report().plan_total() == 153
+    # 7 rows x 9 seq2seq columns (17 row-seeds) + the tagging column without the two rel2 rows
+    assert len(cells) == load_report().plan_total() == 17 * 9 + 12 == 165
     seeds = [int(c[2]) for c in cells]
-    assert seeds == sorted(seeds) and seeds.count(3) == 27  # 3 rows with a third seed x 9 tasks
+    # 3 rows with a third seed x 9 tasks, + tagging of the two of them that are not rel2 rows
+    assert seeds == sorted(seeds) and seeds.count(3) == 27 + 2
     assert cells[0] == ["done", "seed", "1", "add", "compgen_abs"]
-    assert cells[1][0] == "todo" and "153 cells, 1 done" in proc.stdout
+    assert cells[1][0] == "todo" and "165 cells, 1 done" in proc.stdout
     assert not (tmp_path / "grid.lock").exists()  # --list starts nothing
+    # The tagging column comes right after cogs in every seed round, with the row's tagging arch.
+    for seed in (1, 2, 3):
+        tasks = [c[3] for c in cells if c[2] == str(seed)]
+        first = tasks.index("cogs-tagging")
+        assert tasks[first - 1] == "cogs" and set(tasks[first:]) == {"cogs-tagging"}
+    tagging = {(c[2], c[4]): c[5:] for c in cells if c[3] == "cogs-tagging"}
+    comp = ["--attention-type", "compositional", "--num-searches", "4", "--num-retrievals", "4"]
+    assert tagging == {
+        **{(s, "compgen_abs"): ["->", "cogs_tagging_base"] for s in "123"},
+        **{(s, "compgen_rel_eb"): ["->", "cogs_tagging_rel_eb"] for s in "12"},
+        **{(s, "compgen_small_2s"): ["->", "cogs_tagging_rel_eb_s"] for s in "12"},
+        **{(s, "compgen_comp_rel2_eb_c"): ["->", "cogs_tagging_rel_eb", *comp] for s in "123"},
+        **{(s, "compgen_comp_rel2_eb_cs"): ["->", "cogs_tagging_rel_eb_s", *comp] for s in "12"},
+    }
+    # The rel2 rows share rel-eb's tagging model: listed as such, never planned.
+    section = proc.stdout.split("cogs-tagging (encoder-only", 1)[1].split("cells in run order")[0]
+    mapping = {line.split()[0]: line.split()[1:] for line in section.splitlines()[1:]}
+    for rel2 in ("compgen_rel2_eb", "compgen_rel2_eb_c"):
+        assert mapping[rel2][:2] == ["=", "compgen_rel_eb"] and "not trained again" in " ".join(
+            mapping[rel2]
+        )
+    assert mapping["compgen_comp_rel2_eb_cs"] == ["cogs_tagging_rel_eb_s", *comp]
+    none = run(
+        ["bash", GRID, "--list", "--out", tmp_path, "--only-task", "cogs-tagging"]
+        + ["--only-preset", "compgen_rel2_eb", "--only-preset", "compgen_rel2_eb_c"],
+        env=ENV,
+        check=False,
+    )
+    assert none.returncode == 2 and "no cell matches" in none.stderr
+
+
+def test_dry_run_prints_the_tagging_commands(tmp_path):
+    results = tmp_path / "r.csv"
+    results.write_text(
+        "preset,task,seed,updates,accuracy,wall_seconds,date,split,n_test,n_train,beam,"
+        "extra_args,threads,cpu_seconds\n"
+        "compgen_abs,cogs-tagging,1,9,0.5,1,d,gen,21000,24155,,--arch cogs_tagging_base,1,1\n"
+    )
+    out = tmp_path / "grid"
+    proc = run(
+        ["bash", GRID, "--dry-run", "--out", out, "--csv", results, "--only-task", "cogs-tagging"],
+        env=ENV,
+    )
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 12 - 1  # seed 1 of abs is in the CSV
+    first = lines[0].split(" -- ")[0].split()
+    assert first[1].endswith("scripts/cogs-tagging-run.sh") and first[2:9] == [
+        "cogs_tagging_rel_eb",
+        "--grid-row",
+        "compgen_rel_eb",
+        "--seed",
+        "1",
+        "--resume",
+        "--max-update",
+    ]
+    assert f"--out {out}/cogs-tagging --csv {results}" in lines[0]
+    small = next(x for x in lines if "--grid-row compgen_small_2s " in x)
+    assert " cogs_tagging_rel_eb_s " in small and "--copy-decoder" not in small
+    comp = next(x for x in lines if "--grid-row compgen_comp_rel2_eb_cs --seed 2 " in x)
+    assert comp.split(" -- ")[1].endswith(
+        "--attention-type compositional --num-searches 4 --num-retrievals 4"
+    )
+    assert " cogs_tagging_rel_eb_s " in comp
+    assert not any("--grid-row compgen_rel2_eb" in x for x in lines)
+    assert not out.exists()  # starts nothing
 
 
 def test_paper_rows_average_to_the_printed_avg():
@@ -92,6 +161,36 @@ def test_report_renders_table_categories_and_chart(tmp_path):
         w.writerow(
             ["compgen_rel2_eb_c", "cogs", "1", "9", "0.5", "5", "d", "gen", "2", "9", "1", "", "1"]
         )
+        for preset, seed, acc in (
+            ("compgen_abs", "1", "0.6"),
+            ("compgen_abs", "2", "0.7"),
+            ("compgen_rel_eb", "1", "0.8"),
+        ):
+            w.writerow(
+                [preset, "cogs-tagging", seed, "9", acc, "4", "d", "gen", "2", "9", ""]
+                + [f"--arch {TAG_ARCH[preset]} --cpu", "1"]
+            )
+    for preset, seed, correct in (("compgen_abs", 1, 1), ("compgen_abs", 2, 0)):
+        pred = tmp_path / "tagging" / preset / f"seed{seed}" / "pred"
+        pred.mkdir(parents=True)
+        (pred / "gen.scores.json").write_text(
+            json.dumps(
+                {
+                    "accuracy": 0.5,
+                    "lf_accuracy": 0.5,
+                    "total": 2,
+                    "categories": {
+                        "pp_recursion": {
+                            "accuracy": float(correct),
+                            "lf_accuracy": 1.0,
+                            "correct": correct,
+                            "lf_correct": 1,
+                            "total": 1,
+                        },
+                    },
+                }
+            )
+        )
     runs = tmp_path / "runs" / "compgen_rel2_eb_c" / "cogs-te2" / "seed1"
     runs.mkdir(parents=True)
     (runs / "accuracy.json").write_text(
@@ -114,6 +213,8 @@ def test_report_renders_table_categories_and_chart(tmp_path):
             png,
             "--runs",
             tmp_path / "runs",
+            "--tagging-runs",
+            tmp_path / "tagging",
             "--categories",
             cats,
         ],
@@ -123,13 +224,39 @@ def test_report_renders_table_categories_and_chart(tmp_path):
     assert proc.returncode == 0, proc.stderr
     text = doc.read_text()
     assert text.startswith("intro\n") and text.endswith("outro\n") and "\nold\n" not in text
+    assert "pending" not in text
+    rows = {
+        line.split("<br>")[0]: line.rstrip(" |").split(" | ")
+        for line in text.splitlines()
+        if "<br>`" in line
+    }
     row = next(line for line in text.splitlines() if line.startswith("| abs<br>"))
-    assert "**0.500 ± 0.354 (2)**<br>*paper 0.005*" in row and "pending" in row
+    assert "**0.500 ± 0.354 (2)**<br>*paper 0.005*" in row
     assert "no data<br>*paper 0.174*" in row
-    assert "| pp_recursion | 0.000 | pending |" in text
+    # COGS tag. (13th column): abs has Table 5's base value; not in the averages.
+    assert rows["| abs"][13] == "0.650 ± 0.071 (2)<br>*paper 0.637*"
+    assert rows["| abs"][14] == "0.500 (partial)" and rows["| abs"][15] == "0.005"
+    assert rows["| rel-eb"][13] == "**0.800 (1)**"
+    # The rel2 rows show rel-eb's tagging runs, footnoted; rows without a run of their own show –.
+    for name in ("| rel2-eb", "| rel2-eb-c (= small-2)"):
+        assert rows[name][13] == "**0.800 (1)** (rel-eb's †)"
+    assert rows["| small-2s (rel2-eb-c, shared)"][13] == "–"
+    assert "† rel2-eb and rel2-eb-c have rel-eb's encoder" in text
+    assert "Runs recorded: 6 of 165 planned" in text
+    seq2seq, tagging = text.split("### COGS (tagging) per generalisation category")
+    assert "| pp_recursion | 0.000 |" in seq2seq.split("### COGS (seq2seq)")[1]
+    assert "| COGS gen category | compgen_abs<br>cogs_tagging_base (2) |" in tagging
+    assert "| pp_recursion | 0.500 |" in tagging
     assert "| 2 | add | compgen_abs | 9 | 0.7500 | 30 | – | 1 | d |" in text
+    assert "| 1 | cogs-tagging | compgen_rel_eb | 9 | 0.8000 | 4 | – | 1 | d |" in text
     assert png.read_bytes()[:4] == b"\x89PNG"
-    assert len(list(csv.DictReader(cats.open()))) == 2
+    got = list(csv.DictReader(cats.open()))
+    assert [(r["task"], r["preset"], r["seed"], r["category"]) for r in got] == [
+        ("cogs", "compgen_rel2_eb_c", "1", "obj_to_subj_common"),
+        ("cogs", "compgen_rel2_eb_c", "1", "pp_recursion"),
+        ("cogs-tagging", "compgen_abs", "1", "pp_recursion"),
+        ("cogs-tagging", "compgen_abs", "2", "pp_recursion"),
+    ]
     # Lost run folders keep their rows in the categories CSV.
     subprocess.run(
         [
@@ -143,9 +270,11 @@ def test_report_renders_table_categories_and_chart(tmp_path):
             "",
             "--runs",
             tmp_path / "none",
+            "--tagging-runs",
+            tmp_path / "none",
             "--categories",
             cats,
         ],
         check=True,
     )
-    assert len(list(csv.DictReader(cats.open()))) == 2
+    assert len(list(csv.DictReader(cats.open()))) == 4
