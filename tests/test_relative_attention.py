@@ -261,3 +261,80 @@ def test_training_path_gradients_equal_gathered_bias(mode):
         torch.testing.assert_close(out, ref)
         for a, b in zip(grads, ref_grads):
             torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("length,radius", [(11, 2), (40, 3), (7, 3), (3, 3)])
+@pytest.mark.parametrize("score_shape", ["eb", "b"])
+def test_band_split_attention_gradcheck_and_equals_softmax_reference(length, radius, score_shape):
+    """The long-causal-row path (band explicitly, far past through the flash kernel, merged by
+    log-sum-exp): float64 gradcheck of its hand-written backward against the plain statement
+    softmax(q k^T s + gathered bias + causal mask) v, for q/k/v and the per-label scores."""
+    from fairseq_plugins.modules.relative_positions import _BandSplitAttention, causal_band_mask
+
+    torch.manual_seed(4)
+    B_, H_, dh, s = 2, 3, 4, 0.4
+    q, k, v = (torch.randn(B_, H_, length, dh, dtype=torch.float64) for _ in range(3))
+    shape = (B_, H_, length, 2 * radius + 1) if score_shape == "eb" else (1, H_, 1, 2 * radius + 1)
+    scores = torch.randn(*shape, dtype=torch.float64)
+    for t in (q, k, v, scores):
+        t.requires_grad_(True)
+    causal = torch.zeros(1, 1, length, length, dtype=torch.float64)
+    causal.masked_fill_(torch.ones(length, length, dtype=torch.bool).triu(1), -1e300)
+    band_mask = causal_band_mask(causal, radius)
+    labels = RelativePositionBias("b", radius, dh, 1).labels(
+        torch.arange(length), torch.arange(length)
+    )
+
+    def split(q, k, v, scores):
+        return _BandSplitAttention.apply(q, k, v, scores, band_mask, radius, s)
+
+    def plain(q, k, v, scores):  # scores hold the labels in reverse order (as label_scores)
+        full = scores.flip(-1).expand(B_, H_, length, 2 * radius + 1)
+        bias = torch.gather(full, -1, labels.expand(B_, H_, length, length))
+        return torch.softmax(q @ k.transpose(-1, -2) * s + bias + causal, -1) @ v
+
+    inputs = (q, k, v, scores)
+    torch.testing.assert_close(split(*inputs), plain(*inputs))
+    grad = torch.randn(B_, H_, length, dh, dtype=torch.float64)
+    new = torch.autograd.grad(split(*inputs), inputs, grad)
+    ref = torch.autograd.grad(plain(*inputs), inputs, grad)
+    for a, b in zip(new, ref):
+        torch.testing.assert_close(a, b)
+    assert torch.autograd.gradcheck(split, inputs)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_long_causal_training_takes_the_band_split_path_and_equals_the_explicit_path(
+    mode, monkeypatch
+):
+    """A causal self-attention in training with rows >= 4 radii runs attend_band_split; its
+    outputs and every parameter gradient equal the explicit path's (float64). Padding, attention
+    dropout and need_weights keep the explicit path."""
+    import fairseq_plugins.modules.biased_attention as biased
+
+    calls = []
+    split = biased.attend_band_split
+    monkeypatch.setattr(biased, "attend_band_split", lambda *a: calls.append(1) or split(*a))
+    torch.manual_seed(5)
+    m = make(mode, radius=3).train().double()
+    length = 20
+    x = torch.randn(length, 2, D, dtype=torch.float64)
+    mask = causal_mask(length).double()
+
+    def run():
+        out = m(x, x, x, attn_mask=mask, need_weights=False)[0]
+        return out, torch.autograd.grad(out.square().sum(), list(m.parameters()))
+
+    out, grads = run()
+    assert calls == [1]
+    m._causal_band_mask = lambda *_: None
+    ref, ref_grads = run()
+    del m._causal_band_mask
+    torch.testing.assert_close(out, ref)
+    for a, b in zip(grads, ref_grads):
+        torch.testing.assert_close(a, b)
+    m(x, x, x, attn_mask=mask, key_padding_mask=padding_mask([20, 15], 20), need_weights=False)
+    m(x, x, x, attn_mask=mask, need_weights=True)
+    m.dropout_module.p = 0.1
+    m(x, x, x, attn_mask=mask, need_weights=False)
+    assert calls == [1]

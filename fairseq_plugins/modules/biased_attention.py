@@ -21,6 +21,7 @@ from fairseq.modules.quant_noise import quant_noise
 from torch import Tensor
 
 from .numerics import mask_value, softmax_fp32
+from .relative_positions import attend_band_split, band_split_available, causal_band_mask
 
 
 class AttentionShapeError(ValueError):
@@ -208,7 +209,16 @@ class BiasedAttention(nn.Module):
         if saved is not None:
             incremental_state = self._set_input_buffer(incremental_state, saved)
 
-        if need_weights or not self._use_fused_call(q, v):
+        band_mask = None
+        if labels is not None and not need_weights and key_padding_mask is None:
+            band_mask = self._causal_band_mask(q, v, labels, attn_mask, mask)
+        if band_mask is not None:
+            # CPU training of a long causal self-attention with relative positions: the band of
+            # 2k-1 keys explicitly, the far past through the flash kernel (see attend_band_split).
+            attended = attend_band_split(self.relative_positions, q, k, v, band_mask, self.scaling)
+            weights = None
+            out = self.combine(attended, query)
+        elif need_weights or not self._use_fused_call(q, v):
             # Explicit path: fairseq wants the attention weights (alignment, cross-attention at
             # generation time; SDPA does not return them), or the fused kernel is unavailable and
             # PyTorch's fallback would do the same work with extra copies (see _use_fused_call).
@@ -287,6 +297,45 @@ class BiasedAttention(nn.Module):
             return True
         return rel.bias is not None and rel.bias.requires_grad
 
+    def _causal_band_mask(self, q, v, labels, attn_mask, mask):
+        """The additive mask on the band keys (1, 1, T, k) when ``attend_band_split`` applies,
+        else None: CPU training (the bias needs a gradient) of a self-attention over its own T
+        positions, T >= 4k, no attention dropout, one value per head, and an ``attn_mask`` that
+        masks every key j > i and none j <= i - k (fairseq's causal mask)."""
+        rel = self.relative_positions
+        tgt_len, src_len = q.size(2), labels.size(-1)
+        if (
+            self.encoder_decoder_attention
+            or labels.dim() != 2
+            or tgt_len != src_len
+            or src_len < 4 * rel.radius
+            or attn_mask is None
+            or not torch.is_grad_enabled()
+            or not self._relative_bias_needs_grad(q)
+            or (self.training and self.dropout_module.p > 0)
+            or v.size(1) != self.num_heads
+            or not band_split_available(q, v)
+            or not self._masks_from(attn_mask, tgt_len, src_len, 1)
+        ):
+            return None
+        free = torch.ones(tgt_len, src_len, dtype=torch.bool, device=q.device).tril_(-rel.radius)
+        if bool(attn_mask.masked_fill(~free, 0).ne(0).any()):
+            return None
+        return causal_band_mask(mask, rel.radius)
+
+    def _masks_from(self, attn_mask, tgt_len, src_len, start):
+        """Whether ``attn_mask`` masks every key j >= i + start."""
+        if start >= src_len:
+            return True
+        if attn_mask is None:
+            return False
+        region = torch.ones(tgt_len, src_len, dtype=torch.bool, device=attn_mask.device)
+        outside = ~region.triu_(start)
+        if attn_mask.dtype == torch.bool:
+            return bool(attn_mask.masked_fill(outside, True).all())
+        blocked = attn_mask.masked_fill(outside, float("-inf"))
+        return bool((blocked <= mask_value(attn_mask.dtype) / 2).all())
+
     def _add_relative_bias(self, logits, q, labels, attn_mask, src_len):
         """logits + relative-position bias (explicit path). Self-attention labels depend on i - j
         only: added in place along the band (RelativePositionBias.add_to_logits) when rows are
@@ -298,14 +347,7 @@ class BiasedAttention(nn.Module):
             return logits.add_(rel(q, labels, self.scaling))
         tgt_len = q.size(2)
         offset = src_len - tgt_len  # queries are the last tgt_len positions (see _relative_labels)
-        future_masked = False
-        if attn_mask is not None and offset + rel.radius < src_len:
-            region = torch.ones(tgt_len, src_len, dtype=torch.bool, device=q.device)
-            region = region.triu_(offset + rel.radius)
-            blocked = attn_mask[region]
-            if attn_mask.dtype != torch.bool:
-                blocked = blocked <= mask_value(q.dtype) / 2
-            future_masked = bool(blocked.all())
+        future_masked = self._masks_from(attn_mask, tgt_len, src_len, offset + rel.radius)
         return rel.add_to_logits(logits, q, self.scaling, offset, future_masked)
 
     def weigh_and_combine(self, weights, v, query):

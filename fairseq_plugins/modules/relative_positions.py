@@ -113,7 +113,7 @@ class _ShiftedBandBias(torch.autograd.Function):
     def forward(ctx, logits, scores, offset, radius, future_masked):
         tgt_len, src_len = logits.shape[-2:]
         rel = scores - scores[..., 0:1]
-        for rows, view, m in _band_views(logits, offset, radius):
+        for rows, view, m in band_views(logits, offset, radius):
             view.add_(_rows(rel, rows, m))
         upper = None
         if not future_masked and offset + radius < src_len:
@@ -131,7 +131,7 @@ class _ShiftedBandBias(torch.autograd.Function):
         grad = grad.contiguous()
         bsz, heads, tgt_len, _ = grad.shape
         grad_scores = grad.new_zeros(bsz, heads, tgt_len, 2 * radius + 1)
-        for rows, view, m in _band_views(grad, ctx.offset, radius):
+        for rows, view, m in band_views(grad, ctx.offset, radius):
             grad_scores[..., rows, m] = view
         if upper is not None:
             grad_scores[..., 2 * radius] = (grad * upper).sum(-1)
@@ -139,7 +139,7 @@ class _ShiftedBandBias(torch.autograd.Function):
         return grad, grad_scores.sum_to_size(ctx.score_shape), None, None, None
 
 
-def _band_views(x, offset, radius):
+def band_views(x, offset, radius):
     """Views of the band |j - i - offset| < k of a contiguous x (..., Tq, Tk), as (query rows,
     view, m): for the rows whose band lies inside the row, one (..., rows, 2k-1) strided view whose
     column c has m = k + j - i - offset = c + 1 (m = slice(1, 2k)); for the other rows, one
@@ -178,3 +178,206 @@ def _rows(rel, rows, m):
 def _future_region(tgt_len, src_len, start, like):
     """(Tq, Tk) ones where key j >= query i + start, zeros elsewhere."""
     return torch.ones(tgt_len, src_len, dtype=like.dtype, device=like.device).triu_(start)
+
+
+# -- long causal rows: the band explicitly, the far past through the flash kernel -------------
+
+_flash_forward = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+_flash_backward = getattr(
+    torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu_backward", None
+)
+
+
+def band_split_available(q, v):
+    """Whether ``attend_band_split`` can run here: CPU, float32/float64, q and v of one width,
+    and PyTorch's CPU flash kernel present."""
+    return (
+        _flash_forward is not None
+        and _flash_backward is not None
+        and not q.is_cuda
+        and q.dtype in (torch.float32, torch.float64)
+        and q.size(-1) == v.size(-1)
+    )
+
+
+def causal_band_mask(mask, radius):
+    """The additive mask (..., T, k) on the band keys j = i-k+1 .. i (column c: j = i-k+1+c) of a
+    (..., T, T) mask, -inf where j < 0."""
+    band = mask.new_full(mask.shape[:-1] + (radius,), float("-inf"))
+    for rows, view, m in band_views(mask, 0, radius):
+        if isinstance(m, slice):
+            band[..., rows, :] = view[..., :radius]
+        elif m <= radius:
+            band[..., rows, m - 1] = view
+    return band
+
+
+def attend_band_split(rel, q, k, v, band_mask, scaling):
+    """Causal self-attention output (B, H, T, d) with ``rel``'s bias, Tq = Tk = T, keys j > i
+    masked. ``band_mask`` (B or 1, H or 1, T, k): ``causal_band_mask`` of the additive mask; the
+    caller has checked that nothing is masked in the far past (j <= i - k)."""
+    scores = rel.label_scores(q, scaling, reverse=True)
+    return _BandSplitAttention.apply(q, k, v, scores, band_mask, rel.radius, scaling)
+
+
+class _BandSplitAttention(torch.autograd.Function):
+    """softmax over the keys j <= i of (q k^T * scaling + bias) v, computed as two parts merged
+    by their log-sum-exp (as flash attention merges its blocks):
+
+    - the band j = i-k+1 .. i (k keys), where the relative bias varies: logits, weights and
+      products of those keys only (block-wise GEMMs, ``_band_products`` / ``_band_apply``),
+      (B, H, T, k) tensors;
+    - the far past j <= i - k, where every key has the far-past label, a constant that the shift
+      of _ShiftedBandBias removes: plain causal attention of the queries k.. over the keys
+      ..T-1-k through PyTorch's flash kernel, no mask tensor.
+
+    Backward: given the merged output and log-sum-exp, the flash backward of the far part gives
+    exactly its share of dq, dk, dv (dS = P (dP - rowsum(dout * out)) with the global P and row
+    sums); the band's share and the bias gradient (dS on the band; minus its sum for the far-past
+    label) come from the band products. No (B, H, T, T) tensor is written."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, scores, band_mask, radius, scaling):
+        # (B, H, T, d) contiguous: the flash kernel runs ~1.3x faster on these (and on their
+        # slices along T) than on the head-split views of (T, B, H * d) projections.
+        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+        tgt_len = q.size(2)
+        rel = scores - scores[..., 0:1]
+        band = _band_products(q, k, radius).mul_(scaling).add_(rel[..., 1 : radius + 1])
+        band.add_(band_mask)
+        lse = torch.logsumexp(band, -1)
+        out = _band_apply(torch.exp(band - lse.unsqueeze(-1)), v)
+        if tgt_len > radius:
+            far_out, far_lse = _flash_forward(
+                q[:, :, radius:], k[:, :, :-radius], v[:, :, :-radius], 0.0, True, scale=scaling
+            )
+            near_lse = lse[..., radius:]
+            merged = torch.logaddexp(near_lse, far_lse)
+            near = out[:, :, radius:]
+            near.mul_(torch.exp(near_lse - merged).unsqueeze(-1))
+            near.add_(far_out * torch.exp(far_lse - merged).unsqueeze(-1))
+            lse[..., radius:] = merged
+        ctx.save_for_backward(q, k, v, out, lse, band)
+        ctx.radius, ctx.scaling, ctx.score_shape = radius, scaling, scores.shape
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        q, k, v, out, lse, band = ctx.saved_tensors
+        radius, scaling = ctx.radius, ctx.scaling
+        grad_out = grad_out.contiguous()
+        weights = torch.exp(band - lse.unsqueeze(-1))  # A on the band (0 where j < 0)
+        delta = (grad_out * out).sum(-1, keepdim=True)
+        grad_band = _band_products(grad_out, v, radius).sub_(delta).mul_(weights)
+        grad_q = _band_apply(grad_band, k).mul_(scaling)
+        grad_k = _band_apply_transposed(grad_band, q).mul_(scaling)
+        grad_v = _band_apply_transposed(weights, grad_out)
+        if q.size(2) > radius:
+            far_q, far_k, far_v = _flash_backward(
+                grad_out[:, :, radius:],
+                q[:, :, radius:],
+                k[:, :, :-radius],
+                v[:, :, :-radius],
+                out[:, :, radius:],
+                lse[..., radius:],
+                0.0,
+                True,
+                scale=scaling,
+            )
+            grad_q[:, :, radius:] += far_q
+            grad_k[:, :, :-radius] += far_k
+            grad_v[:, :, :-radius] += far_v
+        grad_scores = grad_band.new_zeros(grad_band.shape[:-1] + (2 * radius + 1,))
+        grad_scores[..., 1 : radius + 1] = grad_band
+        grad_scores[..., 0] = -grad_band.sum(-1)
+        return grad_q, grad_k, grad_v, grad_scores.sum_to_size(ctx.score_shape), None, None, None
+
+
+# Band of w keys j = i-w+1 .. i per query i, column c: j = i-w+1+c. Queries go in blocks of
+# `block` rows; the block starting at query b reaches the keys b-w+1 .. b+block-1 (zero rows
+# where j < 0 or j >= T): one small GEMM per block instead of a (T, T) product.
+_BLOCK = 32
+
+
+def _blocking(rows, width):
+    block = max(_BLOCK, width)
+    return -(-rows // block), block
+
+
+def _key_blocks(y, width, blocks, block):
+    """(..., blocks, block + w - 1, d): y's rows with w-1 zero rows in front, block by block
+    (overlapping), contiguous."""
+    lead, rows, dim = y.shape[:-2], y.size(-2), y.size(-1)
+    reach = block + width - 1
+    padded = y.new_zeros(lead + (blocks * block + width - 1, dim))
+    rows = min(rows, blocks * block)
+    padded[..., width - 1 : width - 1 + rows, :] = y[..., :rows, :]
+    view = padded.as_strided(
+        lead + (blocks, reach, dim), padded.stride()[:-2] + (block * dim, dim, 1)
+    )
+    return view.contiguous()
+
+
+def _query_blocks(x, blocks, block):
+    lead, rows, dim = x.shape[:-2], x.size(-2), x.size(-1)
+    if rows == blocks * block:
+        return x.reshape(lead + (blocks, block, dim))
+    padded = x.new_zeros(lead + (blocks * block, dim))
+    padded[..., :rows, :] = x
+    return padded.view(lead + (blocks, block, dim))
+
+
+def _diagonal_band(dense, width):
+    """The band view (..., blocks, block, w) of dense (..., blocks, block, block + w - 1): row r,
+    columns r .. r + w - 1."""
+    reach = dense.size(-1)
+    return dense.as_strided(dense.shape[:-1] + (width,), dense.stride()[:-2] + (reach + 1, 1))
+
+
+def _band_products(x, y, width):
+    """out[..., i, c] = x_i . y_{i-w+1+c} (0 where that row of y does not exist), for x and y
+    (..., T, d)."""
+    rows = x.size(-2)
+    blocks, block = _blocking(rows, width)
+    prod = torch.matmul(
+        _query_blocks(x, blocks, block), _key_blocks(y, width, blocks, block).transpose(-1, -2)
+    )
+    band = _diagonal_band(prod, width)
+    return band.reshape(x.shape[:-2] + (blocks * block, width))[..., :rows, :]
+
+
+def _dense_blocks(a, blocks, block):
+    """(..., blocks, block, block + w - 1) zeros with the band a (..., T, w) on its diagonals."""
+    lead, rows, width = a.shape[:-2], a.size(-2), a.size(-1)
+    dense = a.new_zeros(lead + (blocks, block, block + width - 1))
+    if rows < blocks * block:
+        a = torch.cat([a, a.new_zeros(lead + (blocks * block - rows, width))], -2)
+    _diagonal_band(dense, width).copy_(a.reshape(lead + (blocks, block, width)))
+    return dense
+
+
+def _band_apply(a, y):
+    """out_i = sum_c a[i, c] y_{i-w+1+c}, for a (..., T, w) and y (..., T, d)."""
+    rows, width = a.size(-2), a.size(-1)
+    blocks, block = _blocking(rows, width)
+    out = torch.matmul(_dense_blocks(a, blocks, block), _key_blocks(y, width, blocks, block))
+    return out.reshape(y.shape[:-2] + (blocks * block, y.size(-1)))[..., :rows, :]
+
+
+def _band_apply_transposed(a, x):
+    """out_j = sum over (i, c) with i-w+1+c = j of a[i, c] x_i, for a (..., T, w) and
+    x (..., T, d): per block the transposed GEMM, then the overlapping key rows added up."""
+    rows, width = a.size(-2), a.size(-1)
+    lead, dim = x.shape[:-2], x.size(-1)
+    blocks, block = _blocking(rows, width)
+    part = torch.matmul(
+        _dense_blocks(a, blocks, block).transpose(-1, -2), _query_blocks(x, blocks, block)
+    )  # (..., blocks, block + w - 1, d): key rows b-w+1 .. b+block-1 of each block
+    keys = x.new_zeros(lead + (blocks * block + width - 1, dim))
+    keys[..., : blocks * block, :].view(lead + (blocks, block, dim)).add_(part[..., :block, :])
+    if width > 1:
+        tail = keys.as_strided(
+            lead + (blocks, width - 1, dim), keys.stride()[:-2] + (block * dim, dim, 1), block * dim
+        )
+        tail.add_(part[..., block:, :])
+    return keys[..., width - 1 : width - 1 + rows, :]
