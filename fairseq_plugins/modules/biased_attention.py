@@ -196,6 +196,10 @@ class BiasedAttention(nn.Module):
                         k.size(2),
                         static_kv,
                     )
+                if static_kv:
+                    # Cached for every decoding step: contiguous once here, so that no step
+                    # copies a head-split view (compositional values are reshaped per step).
+                    k, v = k.contiguous(), v.contiguous()
                 saved["prev_key"], saved["prev_value"] = k, v
                 if not static_kv:
                     saved["prev_key_padding_mask"] = key_padding_mask

@@ -325,6 +325,7 @@ class CompositionalAttention(BiasedAttention):
             or self.value_scores_override is not None
             or v.size(1) != 1
             or 2 * src_len > self.value_dim
+            or tgt_len == 1  # a decoding step: the pairs are one query's, no traffic to save
         ):
             return super().weigh_and_combine(weights, v, query)
         rq = self.retrieval_queries(query)
