@@ -23,7 +23,8 @@ Runs on a fresh clone with no download (sets up ./.venv on first use), in two pa
    et al. (scripts/compgen-data.py; train on digit strings of length 1-16, test on 17-24), the
    same small model (d 64, 2+2 layers) trained for the same updates with absolute positions
    (compgen_abs: fairseq's own layers) and with rel2-eb relative positions + copy decoder
-   (compgen_rel2_eb_c), via scripts/compgen-run.sh; prints test sequence accuracy.
+   (compgen_rel2_eb_c), via scripts/compgen-run.sh; prints test sequence accuracy. Part 2 trains
+   in the background (its own process group, one thread) while Part 1 runs.
 Outputs: DIR (default data-bin/demo), the summary in DIR/results.md.
   --updates N           Part 1 training updates per system (default 800)
   --reverse-updates N   Part 2 training updates per model (default 2000)
@@ -62,6 +63,25 @@ bash "$root/scripts/prepare-translation.sh" --src src --tgt tgt --train "$out/ra
 fairseq-preprocess --source-lang src --target-lang tgt --testpref "$out/prep/tok/test,$out/raw/test-long" \
   --destdir "$out/prep/bin" --srcdict "$out/prep/bin/dict.src.txt" --tgtdict "$out/prep/bin/dict.tgt.txt" \
   --workers 1 > "$out/prep/preprocess-test-long.log" 2>&1
+
+# Part 2 (Reverse) trains on the second core while part 1 runs on the first (one thread each):
+# the demo then takes about the time of part 1. Its own process group, stopped with the demo.
+reverse_pid=""
+stop_reverse() { if [[ -n $reverse_pid ]]; then kill -- "-$reverse_pid" 2>/dev/null || true; fi; }
+trap stop_reverse EXIT
+trap 'stop_reverse; exit 130' INT TERM
+if [[ $skip_reverse == 0 ]]; then
+  rm -f "$out/reverse.csv" "$out/reverse.failed"
+  echo "== part 2 (Reverse: compgen_abs, then compgen_rel2_eb_c, $reverse_updates updates each) starts in the background; logs $out/reverse-*.log"
+  setsid bash -c '
+    root=$1 out=$2 updates=$3
+    for preset in compgen_abs compgen_rel2_eb_c; do
+      bash "$root/scripts/compgen-run.sh" "$preset" reverse --max-update "$updates" \
+        --out "$out/reverse" --csv "$out/reverse.csv" -- --cpu > "$out/reverse-$preset.log" 2>&1 \
+        || { echo "$preset" > "$out/reverse.failed"; exit 1; }
+    done' reverse-part "$root" "$out" "$reverse_updates" &
+  reverse_pid=$!
+fi
 
 small=(--encoder-layers 2 --decoder-layers 2 --encoder-embed-dim 64 --decoder-embed-dim 64
        --encoder-ffn-embed-dim 256 --decoder-ffn-embed-dim 256 --encoder-attention-heads 4
@@ -143,13 +163,15 @@ echo "$table" | tee -a "$out/results.md"
 if [[ $skip_reverse == 0 ]]; then
   echo
   echo "== $((step + 1)). Reverse (train length 1-16, test 17-24): absolute vs rel2-eb relative positions + copy"
-  rm -f "$out/reverse.csv"
-  for preset in compgen_abs compgen_rel2_eb_c; do
-    echo "   training $preset for $reverse_updates updates (log: $out/reverse-$preset.log)"
-    bash "$root/scripts/compgen-run.sh" "$preset" reverse --max-update "$reverse_updates" \
-      --out "$out/reverse" --csv "$out/reverse.csv" -- --cpu > "$out/reverse-$preset.log" 2>&1 \
-      || { echo "demo.sh: $preset on reverse failed; see $out/reverse-$preset.log" >&2; tail -n 5 "$out/reverse-$preset.log" >&2; exit 1; }
-  done
+  echo "   waiting for part 2 (logs: $out/reverse-compgen_abs.log, $out/reverse-compgen_rel2_eb_c.log)"
+  if ! wait "$reverse_pid"; then
+    reverse_pid=""
+    failed=$(cat "$out/reverse.failed" 2>/dev/null || echo "part 2")
+    echo "demo.sh: $failed on reverse failed; see $out/reverse-$failed.log" >&2
+    tail -n 5 "$out/reverse-$failed.log" >&2 || true
+    exit 1
+  fi
+  reverse_pid=""
   {
     echo
     echo "Part 2: Reverse, sequence accuracy on strings longer than any seen in training"
@@ -161,4 +183,5 @@ if [[ $skip_reverse == 0 ]]; then
   } | tee -a "$out/results.md"
 fi
 echo
+echo "Demo wall time: $((SECONDS / 60)) min $((SECONDS % 60)) s" | tee -a "$out/results.md"
 echo "Outputs: $out (hypotheses in generate/*/hyp.txt, checkpoints in checkpoints/ and reverse/, summary in results.md)"
