@@ -11,8 +11,9 @@ the paper's table rows.
 - COGS as sequence tagging (section 4.5.1, Table 5; the encoder-only ``tagging_transformer``,
   OFFICIAL-ONTANON.md section 2): ``cogs_tagging_base`` (the notebook's "base": small-2,
   sinusoidal absolute positions, absolute parent head), ``cogs_tagging_rel_eb`` and
-  ``cogs_tagging_rel_eb_s`` (Table 5's rel-eb small-2 and small-2s, absolute parent head) and
-  ``cogs_tagging_tuned`` (the notebook's "tuned": small-2s, rel-eb radius 16, attention parent
+  ``cogs_tagging_rel_eb_s`` (rel-eb small-2 and small-2s with the absolute parent head: not
+  columns of Table 5, which has abs small-2 and rel-eb small-2s with the attention head; they
+  are the tagging twins of the grid's rel-eb and small-2s rows) and ``cogs_tagging_tuned`` (the notebook's "tuned": small-2s, rel-eb radius 16, attention parent
   head; the paper's 0.784 row). ``--parent-head`` overrides the head of any of them.
 The paper's training defaults are post-norm and dropout 0.1. All options still combine: e.g.
 ``--arch compgen_large_6s --rel-pos eb --rel-pos-cross --copy-decoder``.
