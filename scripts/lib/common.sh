@@ -12,20 +12,29 @@ die() { echo "$prog: $*" >&2; exit 2; }
 # Each *_option function takes the remaining arguments, handles the first one (and its value) and
 # sets `taken` to how many arguments it used; the caller then runs `shift "$taken"`.
 
-# compare_option ARGS...: the options of compare-lm.sh and compare-nmt.sh (--help, --out, --data,
-# --train-args, --tensorboard, --skip-train, --doc, --smoke) and a CONFIG; any other option dies
-compare_option() {
+# output_option ARGS...: the options of all four scripts (--help, --out, --doc, --smoke); any
+# other argument dies as an unknown option
+output_option() {
   taken=2
   case "$1" in
     -h|--help) usage; exit 0 ;;
     --out) [[ -n ${2:-} ]] || die "--out needs a value"; out=$2 ;;
+    --doc) [[ -n ${2:-} ]] || die "--doc needs a value"; doc=$2 ;;
+    --smoke) smoke=1; taken=1 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+}
+
+# compare_option ARGS...: the options of compare-lm.sh and compare-nmt.sh (output_option's, --data,
+# --train-args, --tensorboard, --skip-train) and a CONFIG
+compare_option() {
+  taken=2
+  case "$1" in
     --data) [[ -n ${2:-} ]] || die "--data needs a value"; data_override=$2 ;;
     --train-args) [[ $# -ge 2 ]] || die "--train-args needs a value"; extra_str=$2 ;;
     --tensorboard) tensorboard=1; taken=1 ;;
     --skip-train) skip_train=1; taken=1 ;;
-    --doc) [[ -n ${2:-} ]] || die "--doc needs a value"; doc=$2 ;;
-    --smoke) smoke=1; taken=1 ;;
-    -*) die "unknown option '$1' (see --help)" ;;
+    -*) output_option "$@" ;;
     *) configs+=("$1"); taken=1 ;;
   esac
 }
@@ -38,18 +47,14 @@ compare_options_done() {
   if [[ -n $extra_str ]]; then read -r -a extra <<<"$extra_str"; fi
 }
 
-# study_option ARGS...: the options of study-lm.sh and study-nmt.sh (--help, --out, --doc,
-# --smoke, --threads, and `--`: the rest go to `pass`); anything else dies
+# study_option ARGS...: the options of study-lm.sh and study-nmt.sh (output_option's, --threads,
+# and `--`: the arguments after it go to `pass`)
 study_option() {
   taken=2
   case "$1" in
-    -h|--help) usage; exit 0 ;;
-    --out) [[ -n ${2:-} ]] || die "--out needs a value"; out=$2 ;;
-    --doc) [[ -n ${2:-} ]] || die "--doc needs a value"; doc=$2 ;;
-    --smoke) smoke=1; taken=1 ;;
     --threads) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--threads needs a positive integer"; threads=$2 ;;
     --) taken=$#; shift; pass=("$@") ;;
-    *) die "unknown option '$1' (see --help)" ;;
+    *) output_option "$@" ;;
   esac
 }
 
