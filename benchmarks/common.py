@@ -99,6 +99,11 @@ def machine(device):
     return info
 
 
+def run_info(device, args, *names):
+    """What a results file records of the run: the machine, then the settings NAMES of ARGS."""
+    return {"machine": machine(device), **{name: getattr(args, name) for name in names}}
+
+
 def quartiles(values):
     """(median, q1, q3) of a list (inclusive method, fine for small samples)."""
     values = sorted(values)

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from common import build_model, dictionary_of, machine, summary, sync, write_results  # noqa: E402
+from common import build_model, dictionary_of, run_info, summary, sync, write_results  # noqa: E402
 
 # (preset with its options, stock reference of the same shape)
 PAIRS = [
@@ -140,16 +140,9 @@ def main():
             row["stock"] = stock
             row["speed_vs_stock"] = summary([a / b for a, b in zip(times[stock], times[spec])])
         rows[spec] = row
-    info = {
-        "machine": machine(device),
-        "beam": args.beam,
-        "sentences": args.sentences,
-        "src_len": args.src_len,
-        "max_len": args.max_len,
-        "vocab": args.vocab,
-        "repeats": args.repeats,
-        "warmup": args.warmup,
-    }
+    info = run_info(
+        device, args, "beam", "sentences", "src_len", "max_len", "vocab", "repeats", "warmup"
+    )
     m = info["machine"]
     lines = [
         "# Beam-search decoding (fairseq SequenceGenerator, incremental decoding)",

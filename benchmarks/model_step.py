@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from common import build_model, dictionary_of, machine, summary, sync, write_results  # noqa: E402
+from common import build_model, dictionary_of, run_info, summary, sync, write_results  # noqa: E402
 
 # (name, task, preset with its options, stock reference)
 PAIRS = [
@@ -173,13 +173,7 @@ def main():
             "cpu_of_bound": cpu_ratio["median"] / bound,
             "parameters": sum(x.numel() for x in cases[p].model.parameters()),
         }
-    info = {
-        "machine": machine(device),
-        "rounds": args.rounds,
-        "warmup": args.warmup,
-        "vocab": args.vocab,
-        "threads": args.threads,
-    }
+    info = run_info(device, args, "rounds", "warmup", "vocab", "threads")
     m = info["machine"]
     lines = [
         "# Whole-model training step (forward + loss + backward)",
