@@ -1,17 +1,48 @@
-"""Helpers shared by the benchmark scripts: machine description, robust statistics, peak memory,
-and writing results as JSON plus a markdown table. Benchmarks are scripts, not tests."""
+"""Helpers shared by the benchmark scripts: models built through fairseq's parser, machine
+description, robust statistics, peak memory, and writing results as JSON plus a markdown table.
+Benchmarks are scripts, not tests."""
 
 import json
 import os
 import platform
+import shlex
 import statistics
 import subprocess
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 
+ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def dictionary_of(size):
+    """A fairseq Dictionary of SIZE symbols: the specials, then w0, w1, ..."""
+    from fairseq.data import Dictionary
+
+    d = Dictionary()
+    for i in range(size - len(d)):
+        d.add_symbol(f"w{i}")
+    return d
+
+
+def build_model(task, spec, dictionary, extra=()):
+    """The model of SPEC (an arch and its options, as on a command line) for TASK, built through
+    fairseq's own parser with --user-dir fairseq_plugins, as fairseq-train builds it, plus the
+    arguments EXTRA; DICTIONARY on both sides, weights from torch.manual_seed(0)."""
+    from fairseq import options, utils
+    from fairseq.models import build_model as fairseq_build
+
+    user_dir = str(ROOT / "fairseq_plugins")
+    utils.import_user_module(SimpleNamespace(user_dir=user_dir))
+    argv = ["/nonexistent", "--task", task, "--user-dir", user_dir, "--arch"] + shlex.split(spec)
+    parser = options.get_training_parser(default_task=task)
+    parsed = options.parse_args_and_arch(parser, argv + list(extra))
+    fake_task = SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary)
+    torch.manual_seed(0)
+    return fairseq_build(parsed, fake_task)
 
 
 def cpu_name():
@@ -66,6 +97,11 @@ def machine(device):
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
     return info
+
+
+def run_info(device, args, *names):
+    """What a results file records of the run: the machine, then the settings NAMES of ARGS."""
+    return {"machine": machine(device), **{name: getattr(args, name) for name in names}}
 
 
 def quartiles(values):

@@ -11,11 +11,9 @@ speed ratio is the per-round paired stock_time / preset_time, median and IQR.
 """
 
 import argparse
-import shlex
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import torch
 
@@ -23,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from common import machine, summary, sync, write_results  # noqa: E402
+from common import build_model, dictionary_of, run_info, summary, sync, write_results  # noqa: E402
 
 # (preset with its options, stock reference of the same shape)
 PAIRS = [
@@ -40,26 +38,9 @@ PAIRS = [
 QUICK_PAIRS = PAIRS[:2] + PAIRS[3:4]
 
 
-def build_model(spec, vocab, device):
-    from fairseq import options, utils
-    from fairseq.data import Dictionary
-    from fairseq.models import build_model as fairseq_build
-
-    utils.import_user_module(SimpleNamespace(user_dir=str(ROOT / "fairseq_plugins")))
-    dictionary = Dictionary()
-    for i in range(vocab - len(dictionary)):
-        dictionary.add_symbol(f"w{i}")
-    argv = shlex.split(spec)
-    parser = options.get_training_parser(default_task="translation")
-    args = options.parse_args_and_arch(
-        parser,
-        ["/nonexistent", "--task", "translation", "--user-dir", str(ROOT / "fairseq_plugins")]
-        + ["--arch"]
-        + argv,
-    )
-    task = SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary)
-    torch.manual_seed(0)
-    model = fairseq_build(args, task).to(device).eval()
+def translation_model(spec, vocab, device):
+    dictionary = dictionary_of(vocab)
+    model = build_model("translation", spec, dictionary).to(device).eval()
     return model, dictionary
 
 
@@ -115,7 +96,7 @@ def main():
     specs = list(dict.fromkeys([s for pair in pairs for s in pair]))
     generators, dictionary = {}, None
     for spec in specs:
-        model, dictionary = build_model(spec, args.vocab, device)
+        model, dictionary = translation_model(spec, args.vocab, device)
         generators[spec] = (
             model,
             SequenceGenerator(
@@ -159,16 +140,9 @@ def main():
             row["stock"] = stock
             row["speed_vs_stock"] = summary([a / b for a, b in zip(times[stock], times[spec])])
         rows[spec] = row
-    info = {
-        "machine": machine(device),
-        "beam": args.beam,
-        "sentences": args.sentences,
-        "src_len": args.src_len,
-        "max_len": args.max_len,
-        "vocab": args.vocab,
-        "repeats": args.repeats,
-        "warmup": args.warmup,
-    }
+    info = run_info(
+        device, args, "beam", "sentences", "src_len", "max_len", "vocab", "repeats", "warmup"
+    )
     m = info["machine"]
     lines = [
         "# Beam-search decoding (fairseq SequenceGenerator, incremental decoding)",

@@ -18,11 +18,9 @@ free. ``of bound`` = measured ratio / bound.
 """
 
 import argparse
-import shlex
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
@@ -31,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from common import machine, summary, sync, write_results  # noqa: E402
+from common import build_model, dictionary_of, run_info, summary, sync, write_results  # noqa: E402
 
 # (name, task, preset with its options, stock reference)
 PAIRS = [
@@ -56,35 +54,11 @@ PAIRS = [
 ]
 
 
-def dictionary_of(size):
-    from fairseq.data import Dictionary
-
-    d = Dictionary()
-    for i in range(size - len(d)):
-        d.add_symbol(f"w{i}")
-    return d
-
-
-def build_model(task, spec, dictionary, args, device):
-    from fairseq import options, utils
-    from fairseq.models import build_model as fairseq_build
-
-    user_dir = str(ROOT / "fairseq_plugins")
-    utils.import_user_module(SimpleNamespace(user_dir=user_dir))
-    argv = ["/nonexistent", "--task", task, "--user-dir", user_dir, "--arch"] + shlex.split(spec)
-    if task == "language_modeling":
-        argv += ["--tokens-per-sample", str(args.lm_tokens)]
-    parser = options.get_training_parser(default_task=task)
-    parsed = options.parse_args_and_arch(parser, argv)
-    fake_task = SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary)
-    torch.manual_seed(0)
-    return fairseq_build(parsed, fake_task).to(device).train()
-
-
 class Case:
     def __init__(self, task, spec, dictionary, args, device):
         self.spec = spec
-        self.model = build_model(task, spec, dictionary, args, device)
+        extra = ["--tokens-per-sample", str(args.lm_tokens)] if task == "language_modeling" else []
+        self.model = build_model(task, spec, dictionary, extra).to(device).train()
         gen = torch.Generator().manual_seed(0)
         low, high = dictionary.nspecial, len(dictionary)
         if task == "translation":
@@ -199,13 +173,7 @@ def main():
             "cpu_of_bound": cpu_ratio["median"] / bound,
             "parameters": sum(x.numel() for x in cases[p].model.parameters()),
         }
-    info = {
-        "machine": machine(device),
-        "rounds": args.rounds,
-        "warmup": args.warmup,
-        "vocab": args.vocab,
-        "threads": args.threads,
-    }
+    info = run_info(device, args, "rounds", "warmup", "vocab", "threads")
     m = info["machine"]
     lines = [
         "# Whole-model training step (forward + loss + backward)",

@@ -32,32 +32,20 @@ Options:
 USAGE
 }
 
-die() { echo "compare-lm.sh: $*" >&2; exit 2; }
-
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-[[ -d $root/.venv/bin ]] && export PATH=$root/.venv/bin:$PATH
+prog=compare-lm.sh
+# shellcheck source=lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"  # die, root, PATH; the shared steps
 
 out=outputs/compare-lm data_override="" cw=64 ebsz=8 extra_str="" tensorboard=0 skip_train=0
 doc="" smoke=0 configs=() invocation=("$0" "$@")
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    -h|--help) usage; exit 0 ;;
-    --out) [[ -n ${2:-} ]] || die "--out needs a value"; out=$2; shift 2 ;;
-    --data) [[ -n ${2:-} ]] || die "--data needs a value"; data_override=$2; shift 2 ;;
     --context-window) [[ ${2:-} =~ ^[0-9]+$ ]] || die "--context-window needs a non-negative integer"; cw=$2; shift 2 ;;
     --eval-batch-size) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--eval-batch-size needs a positive integer"; ebsz=$2; shift 2 ;;
-    --train-args) [[ $# -ge 2 ]] || die "--train-args needs a value"; extra_str=$2; shift 2 ;;
-    --tensorboard) tensorboard=1; shift ;;
-    --skip-train) skip_train=1; shift ;;
-    --doc) [[ -n ${2:-} ]] || die "--doc needs a value"; doc=$2; shift 2 ;;
-    --smoke) smoke=1; shift ;;
-    -*) die "unknown option '$1' (see --help)" ;;
-    *) configs+=("$1"); shift ;;
+    *) compare_option "$@"; shift "$taken" ;;
   esac
 done
-[[ ${#configs[@]} -ge 1 ]] || { usage >&2; exit 2; }
-extra=()
-[[ -n $extra_str ]] && read -r -a extra <<<"$extra_str"
+compare_options_done
 
 # load_config CONFIG: sets NAME ARCH DATA TRAIN_ARGS (validated)
 load_config() {
@@ -74,14 +62,8 @@ load_config() {
   [[ -f $DATA/dict.txt ]] || die "$cfg: DATA $DATA: no dict.txt (prepare it with scripts/prepare-wikitext.sh, or pass --data)"
 }
 
-names=()
-for cfg in "${configs[@]}"; do
-  load_config "$cfg"
-  for n in ${names[@]+"${names[@]}"}; do [[ $n == "$NAME" ]] && die "$cfg: NAME '$NAME' used twice"; done
-  names+=("$NAME")
-done
-mkdir -p "$out"
-printf '%q ' "${invocation[@]}" > "$out/invocation.txt"; echo >> "$out/invocation.txt"
+check_configs
+write_invocation invocation.txt
 
 # ppl_of FILE: the "ppl: X" line of eval-lm.sh's output
 ppl_of() { sed -n 's/^ppl: //p' "$1" | tail -n 1; }
@@ -99,22 +81,13 @@ for cfg in "${configs[@]}"; do
   if [[ $skip_train == 0 && ! -f $dir/train.done ]]; then
     # the log of an interrupted attempt first (train-lm.sh starts its log afresh)
     [[ -f $ckpt/train.log ]] && { cat "$ckpt/train.log" >> "$dir/train.log"; rm -f "$ckpt/train.log"; }
-    what=training
-    [[ -f $ckpt/checkpoint_last.pt ]] && what="resuming from checkpoint_last.pt"
-    echo "compare-lm.sh: [$NAME] $what ($ARCH) -> $dir/train.log" >&2
-    echo "compare-lm.sh: $what at $(date -u '+%Y-%m-%d %H:%M:%S UTC')" >> "$dir/train.log"
+    training_starts "$NAME" "$dir" "$ckpt"
     TIMEFORMAT='%R %U %S'
     { time "${train[@]}" > /dev/null 2> "$dir/train-lm.stderr"; } 2> "$dir/train.time" \
       || { [[ -f $ckpt/train.log ]] && tail -n 20 "$ckpt/train.log" >&2; tail -n 3 "$dir/train-lm.stderr" >&2
            die "[$NAME] training failed (see $ckpt/train.log)"; }
     cat "$ckpt/train.log" >> "$dir/train.log"; rm -f "$ckpt/train.log"
-    read -r -a times < "$dir/train.time"
-    prev=(0 0)
-    [[ -f $dir/train.seconds ]] && read -r -a prev < "$dir/train.seconds"
-    awk -v w="${prev[0]}" -v c="${prev[1]:-0}" -v r="${times[0]}" -v u="${times[1]}" -v s="${times[2]}" \
-      'BEGIN {printf "%.0f %.0f\n", w + r, c + u + s}' > "$dir/train.seconds"
-    [[ -f $ckpt/checkpoint_best.pt ]] || die "[$NAME] no $ckpt/checkpoint_best.pt after training"
-    touch "$dir/train.done"
+    training_done "$NAME" "$dir" "$ckpt"
   elif [[ -f $dir/train.done ]]; then
     echo "compare-lm.sh: [$NAME] already trained ($dir/train.done)" >&2
   fi
@@ -140,10 +113,9 @@ for cfg in "${configs[@]}"; do
   [[ -f $dir/train.seconds ]] && read -r seconds cpu < "$dir/train.seconds"
   if [[ -f $dir/train.log ]]; then
     logs+=("$dir/train.log")
-    params=$(grep -oE 'num\. (shared )?model params: [0-9,]+' "$dir/train.log" | head -n 1 | grep -oE '[0-9,]+$' || echo -)
+    params=$(log_params "$dir/train.log")
     updates=$(grep -E '\| train \| epoch|\| valid \|' "$dir/train.log" | tail -n 1 | grep -oE 'num_updates [0-9]+' | grep -oE '[0-9]+$' || echo -)
-    # words (tokens) per second of the training epochs, averaged
-    wps=$(grep -E '\| train \| epoch' "$dir/train.log" | grep -oE '\| wps [0-9.]+' | awk '{s += $3; n++} END {if (n) printf "%.0f", s / n; else print "-"}')
+    wps=$(log_wps "$dir/train.log")
     params=${params:--} updates=${updates:--}
   fi
   rows+=("| $NAME | \`$ARCH\` | \`$cfg\` | $params | $updates | $seconds | $cpu | $wps | $(ppl_of "$dir/eval-valid.txt") | $(ppl_of "$dir/eval-test.txt") |")
@@ -152,15 +124,10 @@ done
 
 curves=""
 if [[ ${#logs[@]} -eq ${#names[@]} ]]; then
-  if python "$root/scripts/plot-curves.py" "${logs[@]}" --labels "${names[@]}" --metric ppl \
-      --out "$out/curves.png" >&2; then
-    curves=curves.png
-  fi
+  plot_curves ppl "${#logs[@]}" "${logs[@]}" "${names[@]}"
 fi
 {
-  echo "# Language-model comparison: ${names[*]}"
-  echo
-  echo "Written by \`scripts/compare-lm.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'). Perplexity of"
+  report_heading "Language-model comparison: ${names[*]}" "Perplexity of"
   echo "checkpoint_best.pt (lowest validation loss during training) with \`scripts/eval-lm.sh"
   echo "--context-window $cw\` (fairseq-eval-lm) on the full valid and test subsets."
   echo
@@ -172,24 +139,9 @@ fi
     echo "![validation perplexity vs epoch and updates]($curves)"
     echo
   fi
-  echo "## Commands"
-  echo
-  echo '```'
-  cat "$out/invocation.txt"
-  echo '```'
+  report_commands
   for n in "${names[@]}"; do
-    echo
-    echo "### $n"
-    echo
-    echo '```'
-    cat "$out/$n/commands.txt"
-    echo '```'
+    report_run_commands "$n" "$out/$n/commands.txt"
   done
 } > "$out/REPORT.md"
-echo "compare-lm.sh: wrote $out/REPORT.md" >&2
-if [[ -n $doc ]]; then
-  smoke_flag=(); [[ $smoke == 1 ]] && smoke_flag=(--smoke)
-  python "$root/scripts/study-report.py" lm "$out" --doc "$doc" ${smoke_flag[@]+"${smoke_flag[@]}"} \
-    || die "could not write $doc (scripts/study-report.py lm failed)"
-  echo "compare-lm.sh: wrote $doc" >&2
-fi
+report_done lm

@@ -51,10 +51,9 @@ Options:
 USAGE
 }
 
-die() { echo "compare-nmt.sh: $*" >&2; exit 2; }
-
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-[[ -d $root/.venv/bin ]] && export PATH=$root/.venv/bin:$PATH
+prog=compare-nmt.sh
+# shellcheck source=lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"  # die, root, PATH; the shared steps
 user_dir=${FAIRSEQ_USER_DIR:-$root/fairseq_plugins}  # --user-dir; FAIRSEQ_USER_DIR overrides
 
 out=outputs/compare-nmt data_override="" subset=test bsz=128 skip_train=0 tokenized=1
@@ -62,33 +61,22 @@ seeds_arg="" extra_str="" tensorboard=0 doc="" smoke=0 select_epochs=""
 sig_args=() configs=() invocation=("$0" "$@")
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    -h|--help) usage; exit 0 ;;
-    --out) [[ -n ${2:-} ]] || die "--out needs a value"; out=$2; shift 2 ;;
-    --data) [[ -n ${2:-} ]] || die "--data needs a value"; data_override=$2; shift 2 ;;
     --subset) [[ -n ${2:-} ]] || die "--subset needs a value"; subset=$2; shift 2 ;;
     --batch-size) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--batch-size needs a positive integer"; bsz=$2; shift 2 ;;
     --seeds) [[ ${2:-} =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--seeds needs comma-separated positive integers (e.g. 1,2)"
       seeds_arg=$2; shift 2 ;;
-    --train-args) [[ $# -ge 2 ]] || die "--train-args needs a value"; extra_str=$2; shift 2 ;;
-    --tensorboard) tensorboard=1; shift ;;
     --select-epochs) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--select-epochs needs a positive integer"; select_epochs=$2; shift 2 ;;
-    --doc) [[ -n ${2:-} ]] || die "--doc needs a value"; doc=$2; shift 2 ;;
-    --smoke) smoke=1; shift ;;
-    --skip-train) skip_train=1; shift ;;
     --detokenized) tokenized=0; shift ;;
     --resamples|--trials|--seed)
       [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "$1 needs a positive integer"; sig_args+=("$1" "$2"); shift 2 ;;
     --moses|--no-chrf) sig_args+=("$1"); shift ;;
-    -*) die "unknown option '$1' (see --help)" ;;
-    *) configs+=("$1"); shift ;;
+    *) compare_option "$@"; shift "$taken" ;;
   esac
 done
-[[ ${#configs[@]} -ge 1 ]] || { usage >&2; exit 2; }
+compare_options_done
 for tool in fairseq-train fairseq-generate; do
   command -v "$tool" >/dev/null || die "$tool not on PATH (run scripts/setup.sh)"
 done
-extra=()
-[[ -n $extra_str ]] && read -r -a extra <<<"$extra_str"
 seeds=("")
 [[ -n $seeds_arg ]] && IFS=, read -r -a seeds <<<"$seeds_arg"
 if [[ ${#seeds[@]} -gt 1 ]]; then
@@ -164,35 +152,20 @@ train_run() {
     echo "compare-nmt.sh: [$tb] already trained ($dir/train.done)" >&2
     return 0
   fi
-  local what=training
-  [[ -f $dir/checkpoints/checkpoint_last.pt ]] && what="resuming from checkpoint_last.pt"
-  echo "compare-nmt.sh: [$tb] $what ($ARCH) -> $dir/train.log" >&2
-  echo "compare-nmt.sh: $what at $(date -u '+%Y-%m-%d %H:%M:%S UTC')" >> "$dir/train.log"
+  training_starts "$tb" "$dir" "$dir/checkpoints"
   # wall and CPU (user + sys) seconds of fairseq-train, summed over attempts: on a shared machine
   # the CPU seconds are what the run would take alone (one thread)
-  local TIMEFORMAT='%R %U %S' times
+  local TIMEFORMAT='%R %U %S'
   { time "${cmd[@]}" >> "$dir/train.log" 2>&1; } 2> "$dir/train.time" \
     || { tail -n 20 "$dir/train.log" >&2; die "[$tb] fairseq-train failed (see $dir/train.log)"; }
-  read -r -a times < "$dir/train.time"
-  local prev=(0 0)
-  [[ -f $dir/train.seconds ]] && read -r -a prev < "$dir/train.seconds"
-  awk -v w="${prev[0]}" -v c="${prev[1]:-0}" -v r="${times[0]}" -v u="${times[1]}" -v s="${times[2]}" \
-    'BEGIN {printf "%.0f %.0f\n", w + r, c + u + s}' > "$dir/train.seconds"
-  [[ -f $dir/checkpoints/checkpoint_best.pt ]] || die "[$tb] no $dir/checkpoints/checkpoint_best.pt after training"
-  touch "$dir/train.done"
+  training_done "$tb" "$dir" "$dir/checkpoints"
   rm -f "$dir/generate.done"
 }
 
 # validate every config before spending time on training
-names=()
-for cfg in "${configs[@]}"; do
-  load_config "$cfg"
-  for n in ${names[@]+"${names[@]}"}; do [[ $n == "$NAME" ]] && die "$cfg: NAME '$NAME' used twice"; done
-  names+=("$NAME")
-done
+check_configs
 command -v python >/dev/null || die "no python on PATH"
-mkdir -p "$out"
-printf '%q ' "${invocation[@]}" > "$out/invocation.txt"; echo >> "$out/invocation.txt"
+write_invocation invocation.txt
 
 printf 'name\tseed\tarch\tconfig\tdir\tsrc\ttgt\tbeam\tlenpen\tselected\n' > "$out/runs.tsv"
 rows=() logs=() labels=()
@@ -286,10 +259,10 @@ for seed in "${seeds[@]}"; do
     [[ -f $dir/train.seconds ]] && read -r seconds cpu < "$dir/train.seconds"
     if [[ -f $dir/train.log ]]; then
       logs+=("$dir/train.log") labels+=("$tb")
-      params=$(grep -oE 'num\. (shared )?model params: [0-9,]+' "$dir/train.log" | head -n 1 | grep -oE '[0-9,]+$' || echo -)
+      params=$(log_params "$dir/train.log")
       updates=$(grep -E '\| valid \|' "$dir/train.log" | tail -n 1 | grep -oE 'num_updates [0-9]+' | grep -oE '[0-9]+$' || echo -)
       epochs=$(grep -E '\| train \| epoch' "$dir/train.log" | tail -n 1 | grep -oE 'epoch [0-9]+' | grep -oE '[0-9]+$' | sed 's/^0*//' || echo -)
-      wps=$(grep -E '\| train \| epoch' "$dir/train.log" | grep -oE '\| wps [0-9.]+' | awk '{s += $3; n++} END {if (n) printf "%.0f", s / n; else print "-"}')
+      wps=$(log_wps "$dir/train.log")
       best=$(best_valid_loss "$dir/train.log")
       best=${best:--} epochs=${epochs:--} params=${params:--} updates=${updates:--}
     fi
@@ -317,16 +290,11 @@ done
 
 curves=""
 if [[ ${#logs[@]} -gt 0 ]]; then
-  if python "$root/scripts/plot-curves.py" "${logs[@]}" --labels "${labels[@]}" --metric loss \
-      --out "$out/curves.png" >&2; then
-    curves=curves.png
-  fi
+  plot_curves loss "${#logs[@]}" "${logs[@]}" "${labels[@]}"
 fi
 
 {
-  echo "# NMT comparison: ${names[*]}"
-  echo
-  echo "Written by \`scripts/compare-nmt.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'). Decoded subset: \`$subset\`;"
+  report_heading "NMT comparison: ${names[*]}" "Decoded subset: \`$subset\`;"
   echo "baseline: **${names[0]}**; references: the T- lines of fairseq-generate."
   echo
   echo "## Systems"
@@ -349,25 +317,10 @@ fi
     echo "![validation loss vs epoch and updates]($curves)"
     echo
   fi
-  echo "## Commands"
-  echo
-  echo '```'
-  cat "$out/invocation.txt"
-  echo '```'
+  report_commands
   # (a unit separator, not a tab: read would merge the empty seed field of a run without --seeds)
   awk -F'\t' 'NR > 1 {print $1 "\037" $2 "\037" $5}' "$out/runs.tsv" | while IFS=$'\037' read -r n s d; do
-    echo
-    echo "### $n${s:+ (seed $s)}"
-    echo
-    echo '```'
-    cat "$d/commands.txt"
-    echo '```'
+    report_run_commands "$n${s:+ (seed $s)}" "$d/commands.txt"
   done
 } > "$out/REPORT.md"
-echo "compare-nmt.sh: wrote $out/REPORT.md" >&2
-if [[ -n $doc ]]; then
-  smoke_flag=(); [[ $smoke == 1 ]] && smoke_flag=(--smoke)
-  python "$root/scripts/study-report.py" nmt "$out" --doc "$doc" ${smoke_flag[@]+"${smoke_flag[@]}"} \
-    || die "could not write $doc (scripts/study-report.py nmt failed)"
-  echo "compare-nmt.sh: wrote $doc" >&2
-fi
+report_done nmt

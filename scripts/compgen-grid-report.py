@@ -65,40 +65,30 @@ ROWS = [
 ]
 _ORDER12 = [c for c, _ in COLUMNS[:12]]
 
+# Read from the garbled tables of ../shared/seeds/001_0327fe51df39824b.txt (see the doc): a line
+# per row, its 12 values in the order of the first 12 COLUMNS, then the row's printed Avg., which
+# the 12 average to (checked in the tests). Sources: abs Tables 1/2; rel-eb and rel2-eb Table 2;
+# rel2-eb-c Tables 2/3 (small-2); small-2s Table 4.
+_PAPER_TABLE = """
+compgen_abs       0.005 0.042 0.0   0.0   0.0 0.500 0.0   0.003 0.174 0.434 0.177 0.304  0.137
+compgen_rel_eb    0.003 0.011 0.486 0.444 0.0 0.500 0.089 0.011 0.257 0.452 0.249 0.290  0.233
+compgen_rel2_eb   0.978 0.779 0.737 0.017 0.0 0.504 0.091 0.010 0.194 0.374 0.159 0.311  0.346
+compgen_rel2_eb_c 0.977 0.791 0.540 0.283 0.0 0.528 0.043 0.010 0.336 0.527 0.511 0.295  0.403
+compgen_small_2s  0.992 0.809 0.780 0.750 0.0 0.699 0.022 0.003 0.313 0.501 0.450 0.303  0.468
+"""
 
-def _paper(*values):
-    return dict(zip(_ORDER12, values))
+
+def _paper_rows(table):
+    """{preset: ({column: value}, printed Avg.)} of a table of _PAPER_TABLE's layout."""
+    rows = {}
+    for line in table.split("\n"):
+        if line.strip():
+            preset, *values, avg = line.split()
+            rows[preset] = (dict(zip(_ORDER12, map(float, values))), float(avg))
+    return rows
 
 
-# Read from the garbled tables of ../shared/seeds/001_0327fe51df39824b.txt (see the doc): each
-# row's 12 values average to the row's printed Avg. (given last, for the check in the tests).
-PAPER = {
-    # Tables 1/2, avg 0.137
-    "compgen_abs": (
-        _paper(0.005, 0.042, 0.0, 0.0, 0.0, 0.500, 0.0, 0.003, 0.174, 0.434, 0.177, 0.304),
-        0.137,
-    ),
-    # Table 2, avg 0.233
-    "compgen_rel_eb": (
-        _paper(0.003, 0.011, 0.486, 0.444, 0.0, 0.500, 0.089, 0.011, 0.257, 0.452, 0.249, 0.290),
-        0.233,
-    ),
-    # Table 2, avg 0.346
-    "compgen_rel2_eb": (
-        _paper(0.978, 0.779, 0.737, 0.017, 0.0, 0.504, 0.091, 0.010, 0.194, 0.374, 0.159, 0.311),
-        0.346,
-    ),
-    # Tables 2/3 (small-2), avg 0.403
-    "compgen_rel2_eb_c": (
-        _paper(0.977, 0.791, 0.540, 0.283, 0.0, 0.528, 0.043, 0.010, 0.336, 0.527, 0.511, 0.295),
-        0.403,
-    ),
-    # Table 4 (small-2s), avg 0.468
-    "compgen_small_2s": (
-        _paper(0.992, 0.809, 0.780, 0.750, 0.0, 0.699, 0.022, 0.003, 0.313, 0.501, 0.450, 0.303),
-        0.468,
-    ),
-}
+PAPER = _paper_rows(_PAPER_TABLE)
 
 
 # Table 5 (COGS as sequence tagging, official metric on gen): the paper lists two tagging models,
@@ -180,6 +170,14 @@ def cell(stats, preset, column):
     return stats.get((preset, column)), None
 
 
+def markdown_table(head, rows):
+    """A markdown table: the cells of HEAD, the rule, then a line per list of cells in ROWS
+    (each cell as str() writes it)."""
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    lines += ["| " + " | ".join(map(str, cells)) + " |" for cells in rows]
+    return "\n".join(lines) + "\n"
+
+
 def main_table(stats):
     held = held_columns()
     averaged = averaged_columns()
@@ -189,7 +187,7 @@ def main_table(stats):
         + [label for _, label in COLUMNS]
         + ["Avg. ours", "Avg. paper (same cells)"]
     )
-    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    table = []
     best = {}
     for c in held:
         means = [stats[p, c][0] for p, _ in ROWS if (p, c) in stats]
@@ -225,8 +223,8 @@ def main_table(stats):
         if paper and not paper_vals:  # nothing of ours yet: the paper over the 9 columns
             paper_vals = [paper[c] for c in averaged]
         cells.append(f"{statistics.fmean(paper_vals):.3f}" if paper_vals else "–")
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+        table.append(cells)
+    return markdown_table(head, table)
 
 
 def progress(rows, plan_total):
@@ -250,19 +248,15 @@ def progress(rows, plan_total):
 
 
 def wall_table(rows):
-    lines = [
-        "| seed | task | preset | updates | accuracy | wall s | CPU s | threads | finished |",
-        "|---|---|---|---|---|---|---|---|---|",
+    head = "seed|task|preset|updates|accuracy|wall s|CPU s|threads|finished".split("|")
+    cells = [
+        [r["seed"], r["task"], r["preset"], r["updates"], f"{r['accuracy']:.4f}"]
+        + [f"{r['wall_seconds']:.0f}"]
+        + ["–" if r["cpu_seconds"] != r["cpu_seconds"] else format(r["cpu_seconds"], ".0f")]
+        + [r.get("threads", ""), r["date"]]
+        for r in rows
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['seed']} | {r['task']} | {r['preset']} | {r['updates']} | "
-            f"{r['accuracy']:.4f} | {r['wall_seconds']:.0f} | "
-            f"{'–' if r['cpu_seconds'] != r['cpu_seconds'] else format(r['cpu_seconds'], '.0f')} | "
-            f"{r.get('threads', '')} | "
-            f"{r['date']} |"
-        )
-    return "\n".join(lines) + "\n"
+    return markdown_table(head, cells)
 
 
 def wall_summary(rows):
@@ -276,18 +270,15 @@ def wall_summary(rows):
     presets = [p for p, _ in ROWS if any(k[1] == p for k in wall)]
     if not tasks:
         return ""
-    lines = [
-        "| task | " + " | ".join(presets) + " |",
-        "|---" * (len(presets) + 1) + "|",
-    ]
+    table = []
     for t in tasks:
-        cells = []
+        cells = [dict(COLUMNS)[t]]
         for p in presets:
             w = f"{statistics.fmean(wall[t, p]):.0f}" if (t, p) in wall else "–"
             c = f"{statistics.fmean(cpu[t, p]):.0f}" if (t, p) in cpu else "–"
             cells.append(f"{w} / {c}")
-        lines.append(f"| {dict(COLUMNS)[t]} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+        table.append(cells)
+    return markdown_table(["task"] + presets, table)
 
 
 def _category_files(r, runs_dir, tagging_runs_dir):
@@ -355,14 +346,11 @@ def category_table(cat_rows, task="cogs"):
     else:
         heads = presets
     heads = [f"{h} ({len(n[p])})" for h, p in zip(heads, presets)]
-    lines = [
-        "| COGS gen category | " + " | ".join(heads) + " |",
-        "|---" * (len(presets) + 1) + "|",
+    table = [
+        [c] + [f"{statistics.fmean(acc[c, p]):.3f}" if (c, p) in acc else "–" for p in presets]
+        for c in cats
     ]
-    for c in cats:
-        cells = [f"{statistics.fmean(acc[c, p]):.3f}" if (c, p) in acc else "–" for p in presets]
-        lines.append(f"| {c} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return markdown_table(["COGS gen category"] + heads, table)
 
 
 def chart(stats, path):

@@ -24,24 +24,15 @@ interruption: a finished system is skipped, an unfinished one resumes from check
 Options after `--` go to scripts/compare-lm.sh (e.g. -- --train-args "--max-update 3000").
 USAGE
 }
-die() { echo "study-lm.sh: $*" >&2; exit 2; }
-
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-[[ -d $root/.venv/bin ]] && export PATH=$root/.venv/bin:$PATH
+prog=study-lm.sh
+# shellcheck source=lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"  # die, root, PATH; the shared steps
 cd "$root"
 
 out="" doc="" smoke=0 threads=${OMP_NUM_THREADS:-1} pass=()
 invocation=(bash "scripts/study-lm.sh" "$@")
 while [[ $# -gt 0 ]]; do
-  case "$1" in
-    -h|--help) usage; exit 0 ;;
-    --out) [[ -n ${2:-} ]] || die "--out needs a value"; out=$2; shift 2 ;;
-    --doc) [[ -n ${2:-} ]] || die "--doc needs a value"; doc=$2; shift 2 ;;
-    --smoke) smoke=1; shift ;;
-    --threads) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--threads needs a positive integer"; threads=$2; shift 2 ;;
-    --) shift; pass=("$@"); break ;;
-    *) die "unknown option '$1' (see --help)" ;;
-  esac
+  study_option "$@"; shift "$taken"
 done
 export OMP_NUM_THREADS=$threads
 
@@ -54,15 +45,9 @@ else
   out=${out:-outputs/study-lm} data=data-bin/wikitext-2
   prep=() opts=()
 fi
-if [[ -z $doc ]]; then  # a smoke run never replaces the results document
-  if [[ $smoke == 1 ]]; then doc=$out/results-lm.md; else doc=docs/results-lm.md; fi
-fi
-if [[ ! -f $data/bin/dict.txt ]]; then
-  echo "study-lm.sh: preparing $data" >&2
-  bash scripts/prepare-wikitext.sh 2 --out "$data" ${prep[@]+"${prep[@]}"} >&2 \
-    || die "data preparation failed (scripts/prepare-wikitext.sh 2 --out $data)"
-fi
-mkdir -p "$out"
-printf '%q ' "${invocation[@]}" > "$out/study-invocation.txt"; echo >> "$out/study-invocation.txt"
+study_defaults lm
+prepare_data "$data/bin/dict.txt" "scripts/prepare-wikitext.sh 2 --out $data" \
+  bash scripts/prepare-wikitext.sh 2 --out "$data" ${prep[@]+"${prep[@]}"}
+write_invocation study-invocation.txt
 exec bash scripts/compare-lm.sh "${cfgs[@]}" --data "$data/bin" --out "$out" --context-window 128 \
   --tensorboard --doc "$doc" ${opts[@]+"${opts[@]}"} ${pass[@]+"${pass[@]}"}

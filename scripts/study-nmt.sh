@@ -27,25 +27,18 @@ finished systems/seeds are skipped, unfinished training resumes from checkpoint_
 Options after `--` go to scripts/compare-nmt.sh (e.g. -- --train-args "--max-epoch 20").
 USAGE
 }
-die() { echo "study-nmt.sh: $*" >&2; exit 2; }
-
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-[[ -d $root/.venv/bin ]] && export PATH=$root/.venv/bin:$PATH
+prog=study-nmt.sh
+# shellcheck source=lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"  # die, root, PATH; the shared steps
 cd "$root"
 
 out="" seeds=1 doc="" smoke=0 threads=${OMP_NUM_THREADS:-1} pass=()
 invocation=(bash "scripts/study-nmt.sh" "$@")
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    -h|--help) usage; exit 0 ;;
-    --out) [[ -n ${2:-} ]] || die "--out needs a value"; out=$2; shift 2 ;;
     --seeds) [[ ${2:-} =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--seeds needs comma-separated positive integers (e.g. 1,2)"
       seeds=$2; shift 2 ;;
-    --doc) [[ -n ${2:-} ]] || die "--doc needs a value"; doc=$2; shift 2 ;;
-    --smoke) smoke=1; shift ;;
-    --threads) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--threads needs a positive integer"; threads=$2; shift 2 ;;
-    --) shift; pass=("$@"); break ;;
-    *) die "unknown option '$1' (see --help)" ;;
+    *) study_option "$@"; shift "$taken" ;;
   esac
 done
 export OMP_NUM_THREADS=$threads
@@ -62,15 +55,9 @@ else
   out=${out:-outputs/study-nmt} data=data-bin/multi30k.en-de
   prep=() opts=()
 fi
-if [[ -z $doc ]]; then  # a smoke run never replaces the results document
-  if [[ $smoke == 1 ]]; then doc=$out/results-nmt.md; else doc=docs/results-nmt.md; fi
-fi
-if [[ ! -f $data/bin/dict.de.txt ]]; then
-  echo "study-nmt.sh: preparing $data" >&2
-  bash scripts/prepare-multi30k.sh "$data" --src en --tgt de ${prep[@]+"${prep[@]}"} >&2 \
-    || die "data preparation failed (scripts/prepare-multi30k.sh $data)"
-fi
-mkdir -p "$out"
-printf '%q ' "${invocation[@]}" > "$out/study-invocation.txt"; echo >> "$out/study-invocation.txt"
+study_defaults nmt
+prepare_data "$data/bin/dict.de.txt" "scripts/prepare-multi30k.sh $data" \
+  bash scripts/prepare-multi30k.sh "$data" --src en --tgt de ${prep[@]+"${prep[@]}"}
+write_invocation study-invocation.txt
 exec bash scripts/compare-nmt.sh "${cfgs[@]}" --data "$data/bin" --out "$out" --seeds "$seeds" \
   --tensorboard --doc "$doc" ${opts[@]+"${opts[@]}"} ${pass[@]+"${pass[@]}"}

@@ -9,6 +9,7 @@ FAIRSEQ_PLUGINS_REQUIRE_CORPORA=1 (.ci/run) it fails instead.
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +57,36 @@ def run(cmd, cwd=None, env=None, check=True, timeout=900):
             f"--- stdout ---\n{proc.stdout[-6000:]}\n--- stderr ---\n{proc.stderr[-6000:]}"
         )
     return proc
+
+
+def fairseq_train(data, save, args, **kwargs):
+    """fairseq-train on DATA with the plugin (--user-dir), checkpoints in SAVE, then ARGS;
+    run()'s keywords (check, env, timeout) pass through."""
+    return run(
+        ["fairseq-train", data, "--user-dir", USER_DIR, "--save-dir", save] + list(args), **kwargs
+    )
+
+
+def fairseq_generate(data, checkpoint, args, **kwargs):
+    """fairseq-generate on DATA with the plugin (--user-dir) and CHECKPOINT, then ARGS."""
+    return run(
+        ["fairseq-generate", data, "--user-dir", USER_DIR, "--path", checkpoint] + list(args),
+        **kwargs,
+    )
+
+
+def hypotheses(generate_output):
+    """The hypothesis (H-) lines of fairseq-generate's output."""
+    return [line for line in generate_output.splitlines() if line.startswith("H-")]
+
+
+def train_then_generate(data, save, train_args, generate_args, updates):
+    """fairseq-train on a tiny dataset DATA for UPDATES updates (checked in its log), then
+    fairseq-generate from SAVE/checkpoint_last.pt; returns (generate's process, its H- lines)."""
+    train = fairseq_train(data, save, train_args)
+    assert re.search(rf"num_updates {updates}\b", train.stderr + train.stdout)
+    gen = fairseq_generate(data, save / "checkpoint_last.pt", generate_args)
+    return gen, hypotheses(gen.stdout)
 
 
 def corpus(name):

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 from attention_testing import randomize
-from conftest import ROOT, USER_DIR, run
+from conftest import ROOT, USER_DIR, fairseq_train, run
 from fairseq import options, utils
 from fairseq.data import Dictionary
 
@@ -330,13 +330,14 @@ def tiny_tags(cogs_data, tmp_path_factory):
 @pytest.mark.slow
 def test_fairseq_train_validate_and_predict(tiny_tags, tmp_path):
     save = tmp_path / "ckpt"
-    train = run(
-        ["fairseq-train", tiny_tags, "--user-dir", USER_DIR, "--task", "cogs_tagging"]
-        + ["--criterion", "cogs_tagging", "--arch", "cogs_tagging_tuned", "--save-dir", save]
+    train = fairseq_train(
+        tiny_tags,
+        save,
+        ["--task", "cogs_tagging", "--criterion", "cogs_tagging", "--arch", "cogs_tagging_tuned"]
         + ["--optimizer", "adam", "--lr", "3e-3", "--batch-size", "32", "--max-update", "6"]
         + ["--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--cpu"]
         + ["--no-progress-bar", "--log-format", "simple", "--no-epoch-checkpoints"]
-        + ["--best-checkpoint-metric", "accuracy", "--maximize-best-checkpoint-metric"]
+        + ["--best-checkpoint-metric", "accuracy", "--maximize-best-checkpoint-metric"],
     )
     log = train.stdout + train.stderr
     assert re.search(r"valid on 'valid' subset .*\| accuracy [\d.]+ \| lf_accuracy [\d.]+", log)
@@ -370,10 +371,11 @@ def test_fairseq_train_validate_and_predict(tiny_tags, tmp_path):
 
 @pytest.mark.slow
 def test_one_line_errors(tiny_tags, tmp_path):
-    bad = run(
-        ["fairseq-train", tiny_tags, "--user-dir", USER_DIR, "--task", "cogs_tagging"]
-        + ["--criterion", "cogs_tagging", "--arch", "cogs_tagging_base", "--copy-decoder"]
-        + ["--cpu", "--save-dir", tmp_path / "x", "--max-update", "1", "--batch-size", "8"],
+    bad = fairseq_train(
+        tiny_tags,
+        tmp_path / "x",
+        ["--task", "cogs_tagging", "--criterion", "cogs_tagging", "--arch", "cogs_tagging_base"]
+        + ["--copy-decoder", "--cpu", "--max-update", "1", "--batch-size", "8"],
         check=False,
     )
     assert bad.returncode != 0
@@ -390,10 +392,11 @@ def test_one_line_errors(tiny_tags, tmp_path):
     )
     helped = run([sys.executable, ROOT / "scripts" / "cogs-tagging-predict.py", "--help"])
     assert "lf_accuracy" in helped.stdout
-    no_data = run(
-        ["fairseq-train", tmp_path / "nothing", "--user-dir", USER_DIR, "--task", "cogs_tagging"]
-        + ["--criterion", "cogs_tagging", "--arch", "cogs_tagging_base", "--cpu"]
-        + ["--batch-size", "8", "--save-dir", tmp_path / "y"],
+    no_data = fairseq_train(
+        tmp_path / "nothing",
+        tmp_path / "y",
+        ["--task", "cogs_tagging", "--criterion", "cogs_tagging", "--arch", "cogs_tagging_base"]
+        + ["--cpu", "--batch-size", "8"],
         check=False,
     )
     assert no_data.stderr.strip().splitlines()[-1] == (

@@ -66,7 +66,7 @@ def test_beam_search_over_a_copy_model_reproduces_an_input_copy_task(tmp_path):
     then reproduce unseen inputs exactly (the copy distribution carries the tokens)."""
     import random
 
-    from conftest import USER_DIR, run
+    from conftest import fairseq_generate, fairseq_train, run
 
     rng = random.Random(0)
     vocab = [f"t{i}" for i in range(40)]
@@ -86,30 +86,18 @@ def test_beam_search_over_a_copy_model_reproduces_an_input_copy_task(tmp_path):
         + ["--trainpref", tmp_path / "train", "--validpref", tmp_path / "valid"]
         + ["--testpref", tmp_path / "test", "--destdir", tmp_path / "bin", "--workers", "1"]
     )
-    run(
-        ["fairseq-train", tmp_path / "bin", "--user-dir", USER_DIR, "--arch", "compgen_rel2_eb_c"]
-        + ["--optimizer", "adam", "--lr", "3e-3", "--lr-scheduler", "inverse_sqrt"]
-        + [
-            "--warmup-updates",
-            "50",
-            "--max-tokens",
-            "1500",
-            "--max-update",
-            "180",
-            "--dropout",
-            "0",
-        ]
-        + [
-            "--cpu",
-            "--save-dir",
-            tmp_path / "ckpt",
-            "--no-epoch-checkpoints",
-            "--disable-validation",
-        ]
+    fairseq_train(
+        tmp_path / "bin",
+        tmp_path / "ckpt",
+        ["--arch", "compgen_rel2_eb_c", "--optimizer", "adam", "--lr", "3e-3"]
+        + ["--lr-scheduler", "inverse_sqrt", "--warmup-updates", "50", "--max-tokens", "1500"]
+        + ["--max-update", "180", "--dropout", "0", "--cpu", "--no-epoch-checkpoints"]
+        + ["--disable-validation"],
     )
-    gen = run(
-        ["fairseq-generate", tmp_path / "bin", "--user-dir", USER_DIR, "--beam", "4", "--cpu"]
-        + ["--path", tmp_path / "ckpt/checkpoint_last.pt", "--batch-size", "64"]
+    gen = fairseq_generate(
+        tmp_path / "bin",
+        tmp_path / "ckpt/checkpoint_last.pt",
+        ["--beam", "4", "--cpu", "--batch-size", "64"],
     )
     hyps, refs = {}, {}
     for line in gen.stdout.splitlines():

@@ -122,30 +122,19 @@ def test_bad_projection_options_name_the_flag(extra, message):
 
 @pytest.mark.slow
 def test_trains_and_beam_searches_through_fairseq(demo_bin, tmp_path):
-    import re
-
-    from conftest import USER_DIR, run
+    from conftest import train_then_generate
 
     save = tmp_path / "ckpt"
-    train = run(
-        ["fairseq-train", demo_bin, "--user-dir", USER_DIR, "--arch", "compgen_rel2_eb_c"]
-        + ["--copy-projection", "low-rank", "--copy-projection-dim", "16", "--save-dir", save]
+    _, hyps = train_then_generate(
+        demo_bin,
+        save,
+        ["--arch", "compgen_rel2_eb_c", "--copy-projection", "low-rank"]
+        + ["--copy-projection-dim", "16"]
         + ["--optimizer", "adam", "--lr", "5e-4", "--max-tokens", "400", "--max-update", "3"]
-        + ["--no-progress-bar", "--log-interval", "1", "--no-epoch-checkpoints", "--cpu"]
+        + ["--no-progress-bar", "--log-interval", "1", "--no-epoch-checkpoints", "--cpu"],
+        ["--beam", "4", "--batch-size", "50", "--max-len-b", "6", "--cpu"],
+        updates=3,
     )
-    assert re.search(r"num_updates 3\b", train.stderr + train.stdout)
-    gen = run(
-        [
-            "fairseq-generate",
-            demo_bin,
-            "--user-dir",
-            USER_DIR,
-            "--path",
-            save / "checkpoint_last.pt",
-        ]
-        + ["--beam", "4", "--batch-size", "50", "--max-len-b", "6", "--cpu"]
-    )
-    hyps = [line for line in gen.stdout.splitlines() if line.startswith("H-")]
     assert len(hyps) == 100
     # the checkpoint holds the projection
     state = torch.load(save / "checkpoint_last.pt", weights_only=True)["model"]

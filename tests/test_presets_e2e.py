@@ -4,7 +4,7 @@ fairseq-generate's beam search from the checkpoint; the LM preset is scored by f
 import re
 
 import pytest
-from conftest import USER_DIR, run
+from conftest import USER_DIR, fairseq_train, run, train_then_generate
 
 TRAIN = ["--optimizer", "adam", "--lr", "5e-4", "--max-tokens", "400", "--max-update", "2"]
 TRAIN += ["--no-progress-bar", "--log-interval", "1", "--no-epoch-checkpoints", "--cpu"]
@@ -39,26 +39,13 @@ PRESETS = [
     "arch,extra,beam", PRESETS, ids=lambda v: v if isinstance(v, str) else None
 )
 def test_preset_trains_and_generates(demo_bin, tmp_path, arch, extra, beam):
-    save = tmp_path / "ckpt"
-    train = run(
-        ["fairseq-train", demo_bin, "--user-dir", USER_DIR, "--arch", arch, "--save-dir", save]
-        + TRAIN
-        + SMALL
-        + extra
+    gen, hyps = train_then_generate(
+        demo_bin,
+        tmp_path / "ckpt",
+        ["--arch", arch] + TRAIN + SMALL + extra,
+        ["--beam", str(beam), "--batch-size", "50", "--max-len-b", "6", "--cpu"],
+        updates=2,
     )
-    assert re.search(r"num_updates 2\b", train.stderr + train.stdout)
-    gen = run(
-        [
-            "fairseq-generate",
-            demo_bin,
-            "--user-dir",
-            USER_DIR,
-            "--path",
-            save / "checkpoint_last.pt",
-        ]
-        + ["--beam", str(beam), "--batch-size", "50", "--max-len-b", "6", "--cpu"]
-    )
-    hyps = [line for line in gen.stdout.splitlines() if line.startswith("H-")]
     assert len(hyps) == 100  # every test sentence decoded
     assert f"Generate test with beam={beam}" in gen.stdout
 
@@ -75,18 +62,13 @@ def test_compositional_lm_preset_trains_and_eval_lm_scores_it(wikitext2_data, tm
     save = tmp_path / "ckpt"
     small = ["--decoder-layers", "2", "--decoder-embed-dim", "64", "--decoder-ffn-embed-dim", "128"]
     small += ["--num-searches", "4", "--num-retrievals", "4", "--retrieval-qk-dim", "16"]
-    run(
-        ["fairseq-train", tmp_path / "bin", "--user-dir", USER_DIR, "--task", "language_modeling"]
-        + [
-            "--arch",
-            "compositional_transformer_lm",
-            "--tokens-per-sample",
-            "64",
-            "--save-dir",
-            save,
-        ]
+    fairseq_train(
+        tmp_path / "bin",
+        save,
+        ["--task", "language_modeling", "--arch", "compositional_transformer_lm"]
+        + ["--tokens-per-sample", "64"]
         + TRAIN
-        + small
+        + small,
     )
     ev = run(
         [

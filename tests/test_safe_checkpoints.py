@@ -6,7 +6,7 @@ import sys
 
 import pytest
 import torch
-from conftest import USER_DIR, run
+from conftest import USER_DIR, fairseq_train, run
 
 TINY = ["--arch", "compgen_small_2s", "--attention-type", "compositional", "--rel-pos", "eb"]
 TINY += ["--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "500", "--max-update", "1"]
@@ -16,7 +16,7 @@ TINY += ["--no-progress-bar", "--cpu", "--no-epoch-checkpoints"]
 @pytest.fixture(scope="module")
 def checkpoint(demo_bin, tmp_path_factory):
     save = tmp_path_factory.mktemp("safe_ckpt")
-    run(["fairseq-train", demo_bin, "--user-dir", USER_DIR, "--save-dir", save] + TINY)
+    fairseq_train(demo_bin, save, TINY)
     return save / "checkpoint_last.pt"
 
 

@@ -5,7 +5,7 @@ import random
 import re
 
 import pytest
-from conftest import BIN, ROOT, USER_DIR, run
+from conftest import BIN, ROOT, fairseq_generate, fairseq_train, run
 
 from fairseq_plugins.metrics import seq_accuracy as sa
 
@@ -43,20 +43,16 @@ TINY = (
 @pytest.mark.slow
 def test_valid_accuracy_selects_best_checkpoint(lexical_bin, tmp_path):
     save = tmp_path / "ckpt"
-    proc = run(
-        [BIN / "fairseq-train", lexical_bin / "bin", "--user-dir", USER_DIR]
-        + [
-            "--task",
-            "translation_accuracy",
-            "--eval-accuracy",
-            "--eval-accuracy-args",
-            '{"beam": 1}',
-        ]
+    proc = fairseq_train(
+        lexical_bin / "bin",
+        save,
+        ["--task", "translation_accuracy", "--eval-accuracy"]
+        + ["--eval-accuracy-args", '{"beam": 1}']
         + TINY
         + ["--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt"]
         + ["--warmup-updates", "20", "--dropout", "0", "--batch-size", "32", "--seed", "1"]
         + ["--max-update", "120", "--validate-interval-updates", "20"]
-        + ["--save-interval-updates", "20", "--no-epoch-checkpoints", "--save-dir", save]
+        + ["--save-interval-updates", "20", "--no-epoch-checkpoints"]
         + ["--best-checkpoint-metric", "accuracy", "--maximize-best-checkpoint-metric"]
         + ["--log-format", "simple", "--cpu"],
         env=ENV,
@@ -80,10 +76,11 @@ def test_valid_accuracy_selects_best_checkpoint(lexical_bin, tmp_path):
     assert saved_best and saved_best[-1] == pytest.approx(max(accs), abs=1e-6)
 
     # Decoding the valid set with checkpoint_best reproduces the best logged accuracy.
-    gen = run(
-        [BIN / "fairseq-generate", lexical_bin / "bin", "--user-dir", USER_DIR]
-        + ["--task", "translation_accuracy", "--path", save / "checkpoint_best.pt"]
-        + ["--gen-subset", "valid", "--beam", "1", "--batch-size", "32", "--cpu"],
+    gen = fairseq_generate(
+        lexical_bin / "bin",
+        save / "checkpoint_best.pt",
+        ["--task", "translation_accuracy", "--gen-subset", "valid", "--beam", "1"]
+        + ["--batch-size", "32", "--cpu"],
         env=ENV,
     )
     hyps, refs, _ = sa.parse_generate_output(gen.stdout.splitlines())
@@ -94,11 +91,12 @@ def test_valid_accuracy_selects_best_checkpoint(lexical_bin, tmp_path):
 
 @pytest.mark.slow
 def test_bad_generation_args_fail_clearly(lexical_bin, tmp_path):
-    proc = run(
-        [BIN / "fairseq-train", lexical_bin / "bin", "--user-dir", USER_DIR]
-        + ["--task", "translation_accuracy", "--eval-accuracy", "--eval-accuracy-args", "{beam"]
+    proc = fairseq_train(
+        lexical_bin / "bin",
+        tmp_path,
+        ["--task", "translation_accuracy", "--eval-accuracy", "--eval-accuracy-args", "{beam"]
         + TINY
-        + ["--max-update", "1", "--batch-size", "8", "--save-dir", tmp_path, "--cpu"],
+        + ["--max-update", "1", "--batch-size", "8", "--cpu"],
         env=ENV,
         check=False,
     )

@@ -3,15 +3,17 @@
 import json
 import sys
 
-from conftest import ROOT, USER_DIR, run
+from conftest import ROOT, fairseq_train, run
 
 
 def test_value_scores_heatmaps_from_a_checkpoint(demo_bin, tmp_path):
     save = tmp_path / "ckpt"
-    run(
-        ["fairseq-train", demo_bin, "--user-dir", USER_DIR, "--arch", "compgen_small_2"]
-        + ["--attention-type", "compositional", "--num-retrievals", "2", "--optimizer", "adam"]
-        + ["--lr", "1e-3", "--max-tokens", "500", "--max-update", "2", "--cpu", "--save-dir", save]
+    fairseq_train(
+        demo_bin,
+        save,
+        ["--arch", "compgen_small_2", "--attention-type", "compositional"]
+        + ["--num-retrievals", "2", "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "500"]
+        + ["--max-update", "2", "--cpu"],
     )
     out = tmp_path / "plots"
     run(
@@ -34,20 +36,11 @@ def test_value_scores_heatmaps_from_a_checkpoint(demo_bin, tmp_path):
 
 def test_value_scores_refuses_a_model_without_compositional_attention(demo_bin, tmp_path):
     save = tmp_path / "ckpt"
-    run(
-        ["fairseq-train", demo_bin, "--user-dir", USER_DIR, "--arch", "compgen_abs", "--optimizer"]
-        + [
-            "adam",
-            "--lr",
-            "1e-3",
-            "--max-tokens",
-            "500",
-            "--max-update",
-            "1",
-            "--cpu",
-            "--save-dir",
-            save,
-        ]
+    fairseq_train(
+        demo_bin,
+        save,
+        ["--arch", "compgen_abs", "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "500"]
+        + ["--max-update", "1", "--cpu"],
     )
     proc = run(
         [sys.executable, ROOT / "scripts/value-scores.py", save / "checkpoint_last.pt", demo_bin],

@@ -1,0 +1,179 @@
+# Sourced (not run) by scripts/compare-{lm,nmt}.sh and scripts/study-{lm,nmt}.sh: what they share.
+# The sourcing script sets `prog` (its name in messages) and defines usage() first; sourcing sets
+# `root` (the repository) and puts its .venv/bin first on PATH.
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+if [[ -d $root/.venv/bin ]]; then export PATH=$root/.venv/bin:$PATH; fi
+
+# die MESSAGE...: one line "PROG: MESSAGE" on stderr, exit status 2
+die() { echo "$prog: $*" >&2; exit 2; }
+
+# ------------------------------------------------------------------------------------ options
+# Each *_option function takes the remaining arguments, handles the first one (and its value) and
+# sets `taken` to how many arguments it used; the caller then runs `shift "$taken"`.
+
+# output_option ARGS...: the options of all four scripts (--help, --out, --doc, --smoke); any
+# other argument dies as an unknown option
+output_option() {
+  taken=2
+  case "$1" in
+    -h|--help) usage; exit 0 ;;
+    --out) [[ -n ${2:-} ]] || die "--out needs a value"; out=$2 ;;
+    --doc) [[ -n ${2:-} ]] || die "--doc needs a value"; doc=$2 ;;
+    --smoke) smoke=1; taken=1 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+}
+
+# compare_option ARGS...: the options of compare-lm.sh and compare-nmt.sh (output_option's, --data,
+# --train-args, --tensorboard, --skip-train) and a CONFIG
+compare_option() {
+  taken=2
+  case "$1" in
+    --data) [[ -n ${2:-} ]] || die "--data needs a value"; data_override=$2 ;;
+    --train-args) [[ $# -ge 2 ]] || die "--train-args needs a value"; extra_str=$2 ;;
+    --tensorboard) tensorboard=1; taken=1 ;;
+    --skip-train) skip_train=1; taken=1 ;;
+    -*) output_option "$@" ;;
+    *) configs+=("$1"); taken=1 ;;
+  esac
+}
+
+# compare_options_done: at least one CONFIG (else the usage, exit 2); `extra`, the words of
+# --train-args
+compare_options_done() {
+  [[ ${#configs[@]} -ge 1 ]] || { usage >&2; exit 2; }
+  extra=()
+  if [[ -n $extra_str ]]; then read -r -a extra <<<"$extra_str"; fi
+}
+
+# study_option ARGS...: the options of study-lm.sh and study-nmt.sh (output_option's, --threads,
+# and `--`: the arguments after it go to `pass`)
+study_option() {
+  taken=2
+  case "$1" in
+    --threads) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--threads needs a positive integer"; threads=$2 ;;
+    --) taken=$#; shift; pass=("$@") ;;
+    *) output_option "$@" ;;
+  esac
+}
+
+# ------------------------------------------------------------------------------ the studies
+
+# study_defaults KIND: the results document, unless --doc gave one (a smoke run's goes into OUT,
+# so that it never replaces docs/results-KIND.md)
+study_defaults() {
+  if [[ -z $doc ]]; then
+    if [[ $smoke == 1 ]]; then doc=$out/results-$1.md; else doc=docs/results-$1.md; fi
+  fi
+}
+
+# prepare_data MARKER WHAT COMMAND...: unless the file MARKER is there, prepare $data with COMMAND
+# (its output on stderr); a failure dies naming WHAT
+prepare_data() {
+  local marker=$1 what=$2; shift 2
+  [[ ! -f $marker ]] || return 0
+  echo "$prog: preparing $data" >&2
+  "$@" >&2 || die "data preparation failed ($what)"
+}
+
+# ------------------------------------------------------------------------------ comparisons
+
+# check_configs: load_config (the script's) of every CONFIG before any training; `names`, their
+# NAMEs, each used once
+check_configs() {
+  local cfg n
+  names=()
+  for cfg in "${configs[@]}"; do
+    load_config "$cfg"
+    for n in ${names[@]+"${names[@]}"}; do [[ $n == "$NAME" ]] && die "$cfg: NAME '$NAME' used twice"; done
+    names+=("$NAME")
+  done
+}
+
+# write_invocation FILE: OUT created, the command line (`invocation`) shell-quoted into OUT/FILE
+write_invocation() {
+  mkdir -p "$out"
+  printf '%q ' "${invocation[@]}" > "$out/$1"; echo >> "$out/$1"
+}
+
+# training_starts TAG DIR CKPT: say that TAG's training starts, or resumes from
+# CKPT/checkpoint_last.pt, on stderr and in DIR/train.log
+training_starts() {
+  local what=training
+  [[ -f $3/checkpoint_last.pt ]] && what="resuming from checkpoint_last.pt"
+  echo "$prog: [$1] $what ($ARCH) -> $2/train.log" >&2
+  echo "$prog: $what at $(date -u '+%Y-%m-%d %H:%M:%S UTC')" >> "$2/train.log"
+}
+
+# training_done TAG DIR CKPT: add DIR/train.time (`time` of this attempt, TIMEFORMAT '%R %U %S')
+# to DIR/train.seconds (wall and CPU seconds summed over attempts), then DIR/train.done once
+# CKPT/checkpoint_best.pt is there
+training_done() {
+  local dir=$2 ckpt=$3 times prev=(0 0)
+  read -r -a times < "$dir/train.time"
+  [[ -f $dir/train.seconds ]] && read -r -a prev < "$dir/train.seconds"
+  awk -v w="${prev[0]}" -v c="${prev[1]:-0}" -v r="${times[0]}" -v u="${times[1]}" -v s="${times[2]}" \
+    'BEGIN {printf "%.0f %.0f\n", w + r, c + u + s}' > "$dir/train.seconds"
+  [[ -f $ckpt/checkpoint_best.pt ]] || die "[$1] no $ckpt/checkpoint_best.pt after training"
+  touch "$dir/train.done"
+}
+
+# log_params LOG: the model's parameter count in a fairseq-train log, else -
+log_params() {
+  grep -oE 'num\. (shared )?model params: [0-9,]+' "$1" | head -n 1 | grep -oE '[0-9,]+$' || echo -
+}
+
+# log_wps LOG: words (tokens) per second of the training epochs in a fairseq-train log, averaged
+log_wps() {
+  grep -E '\| train \| epoch' "$1" | grep -oE '\| wps [0-9.]+' | awk '{s += $3; n++} END {if (n) printf "%.0f", s / n; else print "-"}'
+}
+
+# plot_curves METRIC N LOG... LABEL...: scripts/plot-curves.py of METRIC over the N logs, with
+# their N labels, into OUT/curves.png; `curves` is curves.png when it was written
+plot_curves() {
+  local metric=$1 n=$2; shift 2
+  if python "$root/scripts/plot-curves.py" "${@:1:n}" --labels "${@:n+1}" --metric "$metric" \
+      --out "$out/curves.png" >&2; then
+    curves=curves.png
+  fi
+}
+
+# report_heading TITLE TEXT: the top of REPORT.md, its second paragraph starting with who wrote
+# it when, followed by TEXT
+report_heading() {
+  echo "# $1"
+  echo
+  echo "Written by \`scripts/$prog\` on $(date -u '+%Y-%m-%d %H:%M UTC'). $2"
+}
+
+# report_commands: REPORT.md's "Commands" heading and the invocation (OUT/invocation.txt)
+report_commands() {
+  echo "## Commands"
+  echo
+  echo '```'
+  cat "$out/invocation.txt"
+  echo '```'
+}
+
+# report_run_commands HEADING FILE: one run's commands (FILE) under a heading
+report_run_commands() {
+  echo
+  echo "### $1"
+  echo
+  echo '```'
+  cat "$2"
+  echo '```'
+}
+
+# report_done KIND: say that OUT/REPORT.md is written; with --doc, the results document of
+# scripts/study-report.py KIND (labelled a smoke run with --smoke)
+report_done() {
+  echo "$prog: wrote $out/REPORT.md" >&2
+  [[ -n $doc ]] || return 0
+  local smoke_flag=()
+  [[ $smoke == 1 ]] && smoke_flag=(--smoke)
+  python "$root/scripts/study-report.py" "$1" "$out" --doc "$doc" ${smoke_flag[@]+"${smoke_flag[@]}"} \
+    || die "could not write $doc (scripts/study-report.py $1 failed)"
+  echo "$prog: wrote $doc" >&2
+}
