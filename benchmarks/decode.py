@@ -119,9 +119,16 @@ def main():
         assert all(len(h[0]["tokens"]) == args.max_len + 1 for h in hyps)  # + EOS
         return time.perf_counter() - start
 
+    from torch.utils.flop_counter import FlopCounterMode
+
+    flops = {}
     for spec in specs:
         for _ in range(args.warmup):
             run(spec)
+        counter = FlopCounterMode(display=False)
+        with counter:  # one more generation, counted (matrix products and attention)
+            run(spec)
+        flops[spec] = counter.get_total_flops()
     times = {s: [] for s in specs}
     for r in range(args.repeats):
         for spec in specs[r % len(specs) :] + specs[: r % len(specs)]:
@@ -134,11 +141,13 @@ def main():
             "time_s": summary(times[spec]),
             "sentences_per_s": summary([args.sentences / t for t in times[spec]]),
             "parameters": sum(p.numel() for p in generators[spec][0].parameters()),
+            "gflop": flops[spec] / 1e9,
         }
         stock = next((b for a, b in pairs if a == spec), None)
         if stock:
             row["stock"] = stock
             row["speed_vs_stock"] = summary([a / b for a, b in zip(times[stock], times[spec])])
+            row["flop_bound"] = flops[stock] / flops[spec]
         rows[spec] = row
     info = run_info(
         device, args, "beam", "sentences", "src_len", "max_len", "vocab", "repeats", "warmup"
@@ -151,18 +160,21 @@ def main():
         f"Beam {args.beam}, {args.sentences} random source sentences of {args.src_len} tokens, "
         f"exactly {args.max_len} output tokens (min_len = max_len), joined vocabulary "
         f"{args.vocab}, random init, {args.repeats} interleaved rounds. Speed: per-round paired "
-        "stock_time / preset_time, median (IQR).",
+        "stock_time / preset_time, median (IQR). FLOP bound: stock GFLOP / preset GFLOP of one "
+        "generation (FlopCounterMode), the ratio the preset would reach if its extra arithmetic "
+        "were all it cost.",
         "",
-        "| preset | params | sentences/s | speed vs stock | stock |",
-        "|---|---|---|---|---|",
+        "| preset | params | GFLOP | sentences/s | speed vs stock | FLOP bound | stock |",
+        "|---|---|---|---|---|---|---|",
     ]
     for spec, row in rows.items():
         s = row["sentences_per_s"]
         ratio = row.get("speed_vs_stock")
         ratio = f"{ratio['median']:.2f}x ({ratio['q1']:.2f}-{ratio['q3']:.2f})" if ratio else ""
+        bound = f"{row['flop_bound']:.2f}x" if "flop_bound" in row else ""
         lines.append(
-            f"| `{spec}` | {row['parameters'] / 1e6:.1f}M | {s['median']:.2f} "
-            f"({s['q1']:.2f}-{s['q3']:.2f}) | {ratio} | {row.get('stock', '')} |"
+            f"| `{spec}` | {row['parameters'] / 1e6:.1f}M | {row['gflop']:.1f} | {s['median']:.2f} "
+            f"({s['q1']:.2f}-{s['q3']:.2f}) | {ratio} | {bound} | {row.get('stock', '')} |"
         )
     write_results(args.name, dict(info, results=rows), "\n".join(lines) + "\n")
 
