@@ -518,6 +518,38 @@ def eval_result(path):
     return out
 
 
+# Mittal et al.'s WikiText-103 result (METHOD.md section 1): test perplexity, compositional vs
+# multi-head, 6 shared layers of d 512, tokens per sample 512, context window 400.
+PAPER_LM = {"compositional": 38.8, "baseline": 39.6}
+
+
+def lm_reading(runs, stats):
+    """The direction of each system's test perplexity against the baseline, next to the paper's."""
+    base_run = runs[0]
+    base = eval_result(Path(base_run["dir"]) / "eval-test.txt").get("ppl")
+    paper = 100 * (PAPER_LM["compositional"] - PAPER_LM["baseline"]) / PAPER_LM["baseline"]
+    lines = ["## Reading", ""]
+    for r in runs[1:]:
+        ppl = eval_result(Path(r["dir"]) / "eval-test.txt").get("ppl")
+        if base is None or ppl is None:
+            continue
+        change = 100 * (ppl - base) / base
+        holds = "holds" if (change < 0) == (paper < 0) else "does not hold"
+        tokens = stats[(r["name"], "")]["tokens"]
+        lines.append(
+            f"- {r['name']}: test perplexity {ppl:.2f} against {base:.2f} for "
+            f"{base_run['name']} ({change:+.1f}%). The paper's WikiText-103 result: "
+            f"{PAPER_LM['compositional']} compositional vs {PAPER_LM['baseline']} multi-head "
+            f"({paper:+.1f}%): the direction {holds} here. Budget: "
+            + (f"{int(tokens):,} training tokens" if tokens else "the tokens above")
+            + " (about one pass over WikiText-2's 2.1M) at this small shape, against a model "
+            "of d 512 with 6 layers trained for its full schedule on WikiText-103's 103M tokens: "
+            "both models are far from converged here (see the curves), so this is a "
+            "comparison at equal tokens early in training, not of final perplexities."
+        )
+    return lines + [""] if len(lines) > 2 else []
+
+
 def write_lm(out, doc, smoke):
     runs = read_runs(out)
     for r in runs:
@@ -596,6 +628,7 @@ def write_lm(out, doc, smoke):
         f"Evaluation: {setting}." if setting else "",
         "",
     ]
+    lines += lm_reading(runs, stats)
     lines += budget_lines(runs, stats, per="1000 updates", out=out)
     curves = copy_curves(out, doc)
     if curves:
