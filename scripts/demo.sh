@@ -23,8 +23,9 @@ Runs on a fresh clone with no download (sets up ./.venv on first use), in two pa
    et al. (scripts/compgen-data.py; train on digit strings of length 1-16, test on 17-24), the
    same small model (d 64, 2+2 layers) trained for the same updates with absolute positions
    (compgen_abs: fairseq's own layers) and with rel2-eb relative positions + copy decoder
-   (compgen_rel2_eb_c), via scripts/compgen-run.sh; prints test sequence accuracy. Part 2 trains
-   in the background (its own process group, one thread) while Part 1 runs.
+   (compgen_rel2_eb_c), via scripts/compgen-run.sh; prints test sequence accuracy.
+ Two cores, one thread each: stock and graph train on the first; Part 2 and then the
+   compositional system on the second (in the background, its own process group).
 Outputs: DIR (default data-bin/demo), the summary in DIR/results.md.
   --updates N           Part 1 training updates per system (default 800)
   --reverse-updates N   Part 2 training updates per model (default 2000)
@@ -32,10 +33,11 @@ Outputs: DIR (default data-bin/demo), the summary in DIR/results.md.
 USAGE
 }
 root=$(cd "$(dirname "$0")/.." && pwd)
-updates=800; reverse_updates=2000; out=$root/data-bin/demo; skip_reverse=0
+updates=800; reverse_updates=2000; out=$root/data-bin/demo; skip_reverse=0; only_system=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
+    --system-only) only_system=$2; shift 2 ;;  # internal: the second core's part 1 system
     --updates) updates=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --reverse-updates) reverse_updates=$2; shift 2 ;;
@@ -52,36 +54,6 @@ export PATH=$root/.venv/bin:$PATH
 # spinning OpenMP threads suffer when anything else runs on the machine.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 mkdir -p "$out"
-
-echo "== 1. embedded synthetic translation task"
-python "$root/scripts/make-demo-data.py" "$out/raw"
-echo "== 2. prepare (fairseq-preprocess, joined dictionary)"
-bash "$root/scripts/prepare-translation.sh" --src src --tgt tgt --train "$out/raw/train" \
-  --valid "$out/raw/valid" --test "$out/raw/test" --out "$out/prep" --tokenizer none --bpe none \
-  --joined-dictionary
-# test-long as a second test subset ("test1") with the same dictionary
-fairseq-preprocess --source-lang src --target-lang tgt --testpref "$out/prep/tok/test,$out/raw/test-long" \
-  --destdir "$out/prep/bin" --srcdict "$out/prep/bin/dict.src.txt" --tgtdict "$out/prep/bin/dict.tgt.txt" \
-  --workers 1 > "$out/prep/preprocess-test-long.log" 2>&1
-
-# Part 2 (Reverse) trains on the second core while part 1 runs on the first (one thread each):
-# the demo then takes about the time of part 1. Its own process group, stopped with the demo.
-reverse_pid=""
-stop_reverse() { if [[ -n $reverse_pid ]]; then kill -- "-$reverse_pid" 2>/dev/null || true; fi; }
-trap stop_reverse EXIT
-trap 'stop_reverse; exit 130' INT TERM
-if [[ $skip_reverse == 0 ]]; then
-  rm -f "$out/reverse.csv" "$out/reverse.failed"
-  echo "== part 2 (Reverse: compgen_abs, then compgen_rel2_eb_c, $reverse_updates updates each) starts in the background; logs $out/reverse-*.log"
-  setsid bash -c '
-    root=$1 out=$2 updates=$3
-    for preset in compgen_abs compgen_rel2_eb_c; do
-      bash "$root/scripts/compgen-run.sh" "$preset" reverse --max-update "$updates" \
-        --out "$out/reverse" --csv "$out/reverse.csv" -- --cpu > "$out/reverse-$preset.log" 2>&1 \
-        || { echo "$preset" > "$out/reverse.failed"; exit 1; }
-    done' reverse-part "$root" "$out" "$reverse_updates" &
-  reverse_pid=$!
-fi
 
 small=(--encoder-layers 2 --decoder-layers 2 --encoder-embed-dim 64 --decoder-embed-dim 64
        --encoder-ffn-embed-dim 256 --decoder-ffn-embed-dim 256 --encoder-attention-heads 4
@@ -107,30 +79,92 @@ declare -A system_args=(
   [graph]="--arch graph_transformer --graph-half-dim --graph-fusion weight-gate"
 )
 systems=(stock compositional graph)
-declare -A rows
-step=3
-for name in "${systems[@]}"; do
-  margs=${system_args[$name]}
-  echo "== $step. train '$name' ($margs, d 64, 2+2 layers) for $updates updates"
-  step=$((step + 1))
+# train_system NAME [quiet]: train NAME (progress bar unless quiet), decode test and test-long,
+# write the row start "| name | params | seconds" to $out/row-NAME.txt
+train_system() {
+  local name=$1 quiet=${2:-} margs=${system_args[$1]} start seconds params
   start=$(date +%s)
   # fairseq's log goes to a file; the terminal gets a progress bar from its train_inner lines.
   # shellcheck disable=SC2086
   if ! bash "$root/scripts/train.sh" "$out/prep/bin" "$out/checkpoints/$name" -- $margs "${small[@]}" "${common[@]}" 2>&1 \
-    | tee "$out/train-$name.log" | progress_bar "$updates"; then
+    | tee "$out/train-$name.log" | if [[ -n $quiet ]]; then cat > /dev/null; else progress_bar "$updates"; fi; then
     echo "demo.sh: training '$name' failed; see $out/train-$name.log" >&2
     tail -n 5 "$out/train-$name.log" >&2
-    exit 1
+    return 1
   fi
   seconds=$(( $(date +%s) - start ))
   params=$(sed -n 's/.*num. shared model params: \([0-9,]*\).*/\1/p' "$out/train-$name.log" | head -n 1)
-  grep -E "\| valid \|" "$out/train-$name.log" | tail -n 1 | sed 's/.*| valid |/   valid:/'
-  rows[$name]="| $name | $params | $seconds"
+  [[ -n $quiet ]] || grep -E "\| valid \|" "$out/train-$name.log" | tail -n 1 | sed 's/.*| valid |/   valid:/'
   for subset in test test1; do
     bash "$root/scripts/generate.sh" "$out/prep/bin" "$out/checkpoints/$name/checkpoint_last.pt" \
       "$out/generate/$name-$subset" --subset "$subset" --beam 5 --remove-bpe none --detok none > "$out/generate-$name-$subset.log"
   done
+  echo "| $name | $params | $seconds" > "$out/row-$name.txt"
+}
+if [[ -n $only_system ]]; then
+  train_system "$only_system" quiet
+  exit
+fi
+
+echo "== 1. embedded synthetic translation task"
+python "$root/scripts/make-demo-data.py" "$out/raw"
+echo "== 2. prepare (fairseq-preprocess, joined dictionary)"
+bash "$root/scripts/prepare-translation.sh" --src src --tgt tgt --train "$out/raw/train" \
+  --valid "$out/raw/valid" --test "$out/raw/test" --out "$out/prep" --tokenizer none --bpe none \
+  --joined-dictionary
+# test-long as a second test subset ("test1") with the same dictionary
+fairseq-preprocess --source-lang src --target-lang tgt --testpref "$out/prep/tok/test,$out/raw/test-long" \
+  --destdir "$out/prep/bin" --srcdict "$out/prep/bin/dict.src.txt" --tgtdict "$out/prep/bin/dict.tgt.txt" \
+  --workers 1 > "$out/prep/preprocess-test-long.log" 2>&1
+
+# Two cores, one thread each: the first trains part 1's stock and graph systems, the second part 2
+# (Reverse) and then part 1's compositional system (its own process group, stopped with the demo).
+reverse_pid=""
+stop_reverse() { if [[ -n $reverse_pid ]]; then kill -- "-$reverse_pid" 2>/dev/null || true; fi; }
+trap stop_reverse EXIT
+trap 'stop_reverse; exit 130' INT TERM
+rm -f "$out/reverse.csv" "$out/reverse.failed" "$out"/row-*.txt
+if [[ $skip_reverse == 0 ]]; then
+  echo "== part 2 (Reverse: compgen_abs, then compgen_rel2_eb_c, $reverse_updates updates each) starts in the background; logs $out/reverse-*.log"
+fi
+# The second core: part 2 (unless skipped), then part 1's compositional system (the slowest).
+setsid bash -c '
+  root=$1 out=$2 updates=$3 reverse_updates=$4 skip_reverse=$5
+  if [[ $skip_reverse == 0 ]]; then
+    for preset in compgen_abs compgen_rel2_eb_c; do
+      bash "$root/scripts/compgen-run.sh" "$preset" reverse --max-update "$reverse_updates" \
+        --out "$out/reverse" --csv "$out/reverse.csv" -- --cpu > "$out/reverse-$preset.log" 2>&1 \
+        || { echo "$preset" > "$out/reverse.failed"; exit 1; }
+    done
+  fi
+  bash "$root/scripts/demo.sh" --system-only compositional --updates "$updates" --out "$out" \
+    > "$out/system-compositional.log" 2>&1 || { echo compositional > "$out/reverse.failed"; exit 1; }
+  ' second-core "$root" "$out" "$updates" "$reverse_updates" "$skip_reverse" &
+reverse_pid=$!
+
+step=3
+for name in stock graph; do
+  echo "== $step. train '$name' (${system_args[$name]}, d 64, 2+2 layers) for $updates updates"
+  step=$((step + 1))
+  train_system "$name" || exit 1
 done
+echo "== $step. waiting for the second core: 'compositional' (${system_args[compositional]}, $updates updates)$([[ $skip_reverse == 0 ]] && echo ", after part 2")"
+step=$((step + 1))
+if ! wait "$reverse_pid"; then
+  reverse_pid=""
+  failed=$(cat "$out/reverse.failed" 2>/dev/null || echo "the second core")
+  if [[ $failed == compositional ]]; then
+    echo "demo.sh: training 'compositional' failed; see $out/system-compositional.log and $out/train-compositional.log" >&2
+    tail -n 5 "$out/system-compositional.log" >&2 || true
+  else
+    echo "demo.sh: $failed on reverse failed; see $out/reverse-$failed.log" >&2
+    tail -n 5 "$out/reverse-$failed.log" >&2 || true
+  fi
+  exit 1
+fi
+reverse_pid=""
+declare -A rows
+for name in "${systems[@]}"; do rows[$name]=$(cat "$out/row-$name.txt"); done
 
 echo "== $step. paired significance of each system against stock (bootstrap, 1000 resamples)"
 for subset in test test1; do
@@ -163,15 +197,6 @@ echo "$table" | tee -a "$out/results.md"
 if [[ $skip_reverse == 0 ]]; then
   echo
   echo "== $((step + 1)). Reverse (train length 1-16, test 17-24): absolute vs rel2-eb relative positions + copy"
-  echo "   waiting for part 2 (logs: $out/reverse-compgen_abs.log, $out/reverse-compgen_rel2_eb_c.log)"
-  if ! wait "$reverse_pid"; then
-    reverse_pid=""
-    failed=$(cat "$out/reverse.failed" 2>/dev/null || echo "part 2")
-    echo "demo.sh: $failed on reverse failed; see $out/reverse-$failed.log" >&2
-    tail -n 5 "$out/reverse-$failed.log" >&2 || true
-    exit 1
-  fi
-  reverse_pid=""
   {
     echo
     echo "Part 2: Reverse, sequence accuracy on strings longer than any seen in training"
