@@ -166,27 +166,7 @@ sys.exit(1)
 PY
 }
 
-# Wall and CPU time of a seed, summed over the pieces of an interrupted and resumed run: every
-# piece (also one ended by a signal) appends its seconds to $run_dir/wall.pieces and
-# $run_dir/cpu.pieces. CPU: user + system time of this shell's finished children (cutime and
-# cstime of /proc/$$/stat; $$ is this shell also inside $(...)).
-clk_tck=$(getconf CLK_TCK)
-children_cpu() {
-  awk -v hz="$clk_tck" '{ sub(/^.*\) /, ""); printf "%.2f\n", ($14 + $15) / hz }' "/proc/$$/stat"
-}
-piece_start="" piece_cpu="" piece_dir=""
-end_piece() {
-  if [[ -n $piece_start && -n $piece_dir && -d $piece_dir ]]; then
-    python -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
-      "$piece_start" "$(date +%s.%N)" >>"$piece_dir/wall.pieces"
-    python -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
-      "$piece_cpu" "$(children_cpu)" >>"$piece_dir/cpu.pieces"
-  fi
-  piece_start=""
-}
-trap end_piece EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+source "$root/scripts/lib/run-pieces.sh"  # children_cpu, end_piece, total; traps
 
 if [[ -n $only_seed ]]; then
   first_seed=$only_seed last_seed=$only_seed
