@@ -218,7 +218,7 @@ class BiasedAttention(nn.Module):
             band_mask = self._causal_band_mask(q, v, labels, attn_mask, mask)
         if band_mask is not None:
             # CPU training of a long causal self-attention with relative positions: the band of
-            # 2k-1 keys explicitly, the far past through the flash kernel (see attend_band_split).
+            # k keys explicitly, the far past through the flash kernel (see attend_band_split).
             attended = attend_band_split(self.relative_positions, q, k, v, band_mask, self.scaling)
             weights = None
             out = self.combine(attended, query)
@@ -309,10 +309,8 @@ class BiasedAttention(nn.Module):
         rel = self.relative_positions
         tgt_len, src_len = q.size(2), labels.size(-1)
         if (
-            self.encoder_decoder_attention
-            or labels.dim() != 2
+            not self._long_self_attention_rows(labels, src_len)
             or tgt_len != src_len
-            or src_len < 4 * rel.radius
             or attn_mask is None
             or not torch.is_grad_enabled()
             or not self._relative_bias_needs_grad(q)
@@ -326,6 +324,16 @@ class BiasedAttention(nn.Module):
         if bool(attn_mask.masked_fill(~free, 0).ne(0).any()):
             return None
         return causal_band_mask(mask, rel.radius)
+
+    def _long_self_attention_rows(self, labels, src_len):
+        """Self-attention labels (one (Tq, Tk) table, depending on i - j only) on rows of at least
+        4 radii: the band paths apply. Short rows are mostly band edges, handled diagonal by
+        diagonal, so they gather instead; rel2 cross-attention labels are per sentence."""
+        return (
+            not self.encoder_decoder_attention
+            and labels.dim() == 2
+            and src_len >= 4 * self.relative_positions.radius
+        )
 
     def _masks_from(self, attn_mask, tgt_len, src_len, start):
         """Whether ``attn_mask`` masks every key j >= i + start."""
@@ -346,8 +354,7 @@ class BiasedAttention(nn.Module):
         long next to the radius; rel2 cross-attention labels (per sentence) and short rows are
         gathered."""
         rel = self.relative_positions
-        if self.encoder_decoder_attention or labels.dim() != 2 or src_len < 4 * rel.radius:
-            # (short rows are mostly band edges, handled diagonal by diagonal: gather instead)
+        if not self._long_self_attention_rows(labels, src_len):
             return logits.add_(rel(q, labels, self.scaling))
         tgt_len = q.size(2)
         offset = src_len - tgt_len  # queries are the last tgt_len positions (see _relative_labels)
