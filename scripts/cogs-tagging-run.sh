@@ -116,6 +116,10 @@ if [[ -n $raw_dir ]]; then
   raw_key=$(cd "$raw_dir" && find -L . -type f -print0 | LC_ALL=C sort -z |
     xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
 fi
+# Two grids on one --out may reach here together: one prepares, the other waits.
+mkdir -p "$out"
+exec 7>"$data.lock"
+! command -v flock >/dev/null || flock 7  # util-linux; without it, one grid at a time
 if [[ ! -f $data/meta.json || $(cat "$data/raw-dir.key" 2>/dev/null || true) != "$raw_key" ]]; then
   rm -rf "$data.partial"
   tag_args=(--outdir "$data.partial")
@@ -125,6 +129,7 @@ if [[ ! -f $data/meta.json || $(cat "$data/raw-dir.key" 2>/dev/null || true) != 
   rm -rf "$data"
   mv "$data.partial" "$data"
 fi
+exec 7>&-
 n_train=$(wc -l <"$data/train.src")
 n_gen=$(wc -l <"$data/gen.src")
 head_args=()

@@ -122,6 +122,10 @@ if [[ -n $raw_dir ]]; then
   raw_key=$(cd "$raw_dir" && find -L . -type f -print0 | LC_ALL=C sort -z |
     xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
 fi
+# Two grids on one --out may reach here together: one prepares, the other waits.
+mkdir -p "$out/data"
+exec 7>"$data.lock"
+! command -v flock >/dev/null || flock 7  # util-linux; without it, one grid at a time
 if [[ ! -f $data/bin/.done || $(cat "$data/raw-dir.key" 2>/dev/null || true) != "$raw_key" ]]; then
   tmp=$data.partial
   rm -rf "$tmp"
@@ -143,6 +147,7 @@ if [[ ! -f $data/bin/.done || $(cat "$data/raw-dir.key" 2>/dev/null || true) != 
   rm -rf "$data"
   mv "$tmp" "$data"
 fi
+exec 7>&-
 meta() { python -c "import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print('' if v is None else v)" "$data/raw/meta.json" "$1"; }
 split=$(meta eval_split)
 categories=$(meta categories)

@@ -3,6 +3,7 @@
 import csv
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 
@@ -56,7 +57,7 @@ def test_plan_order_seed_rounds_and_done_cells(tmp_path):
     assert seeds == sorted(seeds) and seeds.count(3) == 27 + 2
     assert cells[0] == ["done", "seed", "1", "add", "compgen_abs"]
     assert cells[1][0] == "todo" and "165 cells, 1 done" in proc.stdout
-    assert not (tmp_path / "grid.lock").exists()  # --list starts nothing
+    assert not (tmp_path / "locks").exists()  # --list starts nothing
     # The tagging column comes right after cogs in every seed round, with the row's tagging arch.
     for seed in (1, 2, 3):
         tasks = [c[3] for c in cells if c[2] == str(seed)]
@@ -122,6 +123,54 @@ def test_dry_run_prints_the_tagging_commands(tmp_path):
     assert " cogs_tagging_rel_eb_s " in comp
     assert not any("--grid-row compgen_rel2_eb" in x for x in lines)
     assert not out.exists()  # starts nothing
+
+
+STUB_RUN = """#!/usr/bin/env bash
+# Stand-in for compgen-run.sh: logs which grid ran the cell, then records it in the CSV.
+set -euo pipefail
+preset=$1 task=$2
+shift 2
+while (($#)); do
+  case $1 in --seed) seed=$2; shift 2 ;; --csv) csv=$2; shift 2 ;; --) break ;; *) shift ;; esac
+done
+echo "$preset $task $seed $PPID" >>"$STUB_LOG"
+sleep 0.1
+echo "$preset,$task,$seed,1,0.5,1,d,test,1,1,1,,1,1" >>"$csv"
+"""
+
+
+def test_two_grids_on_one_out_share_the_cells(tmp_path):
+    """A second grid started on the same --out runs the cells the first is not running: each
+    cell runs exactly once, and both grids run some."""
+    scripts = tmp_path / "tree" / "scripts"
+    scripts.mkdir(parents=True)
+    (scripts / "compgen-grid.sh").write_text(GRID.read_text())
+    (scripts / "compgen-run.sh").write_text(STUB_RUN)
+    out, results, log = tmp_path / "out", tmp_path / "r.csv", tmp_path / "ran.log"
+    (out / "raw" / "scan-addjump").mkdir(parents=True)
+    (out / "raw" / "scan-addjump" / ".done").touch()  # no ../shared needed
+    results.write_text(
+        "preset,task,seed,updates,accuracy,wall_seconds,date,split,n_test,n_train,beam,"
+        "extra_args,threads,cpu_seconds\n"
+    )
+    cmd = ["bash", scripts / "compgen-grid.sh", "--out", out, "--csv", results]
+    cmd += ["--only-task", "add", "--only-task", "dup"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "STUB_LOG": str(log)}
+    grids = [
+        subprocess.Popen([str(c) for c in cmd], env=env, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    errs = [g.communicate(timeout=300)[1] for g in grids]
+    assert [g.returncode for g in grids] == [0, 0], errs
+    ran = [line.split() for line in log.read_text().splitlines()]
+    cells = [tuple(r[:3]) for r in ran]
+    assert len(cells) == len(set(cells)) == 2 * 17  # 7 rows, 17 row-seeds, 2 columns
+    assert len({r[3] for r in ran}) == 2  # both grids ran cells
+    with open(results, newline="") as f:
+        assert sorted((r["preset"], r["task"], r["seed"]) for r in csv.DictReader(f)) == sorted(
+            cells
+        )
+    assert any("left to the other grid" in e for e in errs)
 
 
 def test_paper_rows_average_to_the_printed_avg():
