@@ -473,6 +473,23 @@ def budget_lines(runs, stats, extra_dirs=(), per="epoch", out=None):
     )
 
 
+def closing_sections(out, doc, runs, curve_metric):
+    """The end of either document: learning curves (PNG beside the doc), machine, commands."""
+    lines = []
+    curves = copy_curves(out, doc)
+    if curves:
+        lines += [
+            "## Learning curves",
+            "",
+            f"![{curve_metric} vs epoch and updates]({curves})",
+            "",
+            f"TensorBoard logs (when run with --tensorboard): `tensorboard --logdir {out}/tensorboard`.",
+            "",
+        ]
+    lines += ["## Machine", "", machine(), ""]
+    return lines + commands_section(out, runs)
+
+
 def write_nmt(out, doc, smoke):
     lines, runs, stats, _ = nmt_doc(out, smoke)
     # the losing selection candidates (the winner's run is part of its system's run)
@@ -486,19 +503,7 @@ def write_nmt(out, doc, smoke):
             if r[0] not in ("winner", "epochs") and len(r) > 1 and r[1] != winner
         ]
     lines += budget_lines(runs, stats, cand_dirs, out=out)
-    curves = copy_curves(out, doc)
-    if curves:
-        lines += [
-            "## Learning curves",
-            "",
-            f"![validation loss vs epoch and updates]({curves})",
-            "",
-            f"TensorBoard logs (when run with --tensorboard): `tensorboard --logdir {out}/tensorboard`.",
-            "",
-        ]
-    lines += ["## Machine", "", machine(), ""]
-    lines += commands_section(out, runs)
-    return lines
+    return lines + closing_sections(out, doc, runs, "validation loss")
 
 
 # --------------------------------------------------------------------------------------------
@@ -630,19 +635,7 @@ def write_lm(out, doc, smoke):
     ]
     lines += lm_reading(runs, stats)
     lines += budget_lines(runs, stats, per="1000 updates", out=out)
-    curves = copy_curves(out, doc)
-    if curves:
-        lines += [
-            "## Learning curves",
-            "",
-            f"![validation perplexity vs epoch and updates]({curves})",
-            "",
-            f"TensorBoard logs (when run with --tensorboard): `tensorboard --logdir {out}/tensorboard`.",
-            "",
-        ]
-    lines += ["## Machine", "", machine(), ""]
-    lines += commands_section(out, runs)
-    return lines
+    return lines + closing_sections(out, doc, runs, "validation perplexity")
 
 
 def main(argv=None):
