@@ -250,26 +250,14 @@ def test_report_renders_table_categories_and_chart(tmp_path):
     doc = tmp_path / "doc.md"
     doc.write_text(f"intro\n{load_report().BEGIN}\nold\n{load_report().END}\noutro\n")
     cats, png = tmp_path / "cats.csv", tmp_path / "t.png"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            REPORT,
-            "--csv",
-            results,
-            "--doc",
-            doc,
-            "--png",
-            png,
-            "--runs",
-            tmp_path / "runs",
-            "--tagging-runs",
-            tmp_path / "tagging",
-            "--categories",
-            cats,
-        ],
-        capture_output=True,
-        text=True,
-    )
+
+    def report(png, runs, tagging_runs):
+        args = ["--csv", results, "--doc", doc, "--png", png, "--runs", runs]
+        args += ["--tagging-runs", tagging_runs, "--categories", cats]
+        cmd = [sys.executable, REPORT, *args]
+        return subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+
+    proc = report(png, tmp_path / "runs", tmp_path / "tagging")
     assert proc.returncode == 0, proc.stderr
     text = doc.read_text()
     assert text.startswith("intro\n") and text.endswith("outro\n") and "\nold\n" not in text
@@ -307,23 +295,5 @@ def test_report_renders_table_categories_and_chart(tmp_path):
         ("cogs-tagging", "compgen_abs", "2", "pp_recursion"),
     ]
     # Lost run folders keep their rows in the categories CSV.
-    subprocess.run(
-        [
-            sys.executable,
-            REPORT,
-            "--csv",
-            results,
-            "--doc",
-            doc,
-            "--png",
-            "",
-            "--runs",
-            tmp_path / "none",
-            "--tagging-runs",
-            tmp_path / "none",
-            "--categories",
-            cats,
-        ],
-        check=True,
-    )
+    assert report("", tmp_path / "none", tmp_path / "none").returncode == 0
     assert len(list(csv.DictReader(cats.open()))) == 4
