@@ -157,13 +157,11 @@ sys.exit(1)
 PY
 }
 
-source "$root/scripts/lib/run-pieces.sh"  # children_cpu, end_piece, total; traps
+prog=cogs-tagging-run.sh
+source "$root/scripts/lib/run-pieces.sh"  # seed_range, start_seed, train_seed, end_training,
+# end_piece, total; traps
 
-if [[ -n $only_seed ]]; then
-  first_seed=$only_seed last_seed=$only_seed
-else
-  first_seed=1 last_seed=$seeds
-fi
+seed_range
 mkdir -p "$(dirname "$csv")"
 for ((seed = first_seed; seed <= last_seed; seed++)); do
   if [[ -n $grid_row ]]; then
@@ -171,36 +169,12 @@ for ((seed = first_seed; seed <= last_seed; seed++)); do
   else
     run_dir=$out/runs/$preset${parent_head:+-$parent_head}/seed$seed
   fi
-  if ((resume)) && recorded "$seed"; then
-    echo "cogs-tagging-run.sh: $preset seed $seed: already in $csv, skipped" >&2
-    continue
+  start_seed "$preset" || continue
+  if ((need_training)); then
+    train_seed "$data" --task cogs_tagging --criterion cogs_tagging --arch "$preset" \
+      "${head_args[@]}"
   fi
-  ((resume)) || rm -rf "$run_dir"
-  mkdir -p "$run_dir"
-  piece_dir=$run_dir piece_start=$(date +%s.%N) piece_cpu=$(children_cpu)
-  if ((resume)) && [[ -f $run_dir/.trained ]]; then
-    echo "cogs-tagging-run.sh: $preset seed $seed: training already finished, evaluating" >&2
-  else
-    if [[ -f $run_dir/checkpoints/checkpoint_last.pt ]]; then
-      echo "cogs-tagging-run.sh: $preset seed $seed: resuming from $run_dir/checkpoints/checkpoint_last.pt" >&2
-    else
-      echo "cogs-tagging-run.sh: $preset seed $seed: training ($max_update updates) -> $run_dir" >&2
-    fi
-    fairseq-train "$data" --user-dir "$root/fairseq_plugins" \
-      --task cogs_tagging --criterion cogs_tagging --arch "$preset" "${head_args[@]}" \
-      --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-9 \
-      --lr "$lr" --lr-scheduler inverse_sqrt --warmup-updates "$warmup" --warmup-init-lr 1e-7 \
-      --dropout 0.1 --batch-size 64 --required-batch-size-multiple 1 \
-      --max-update "$max_update" --seed "$seed" \
-      --best-checkpoint-metric accuracy --maximize-best-checkpoint-metric \
-      --save-dir "$run_dir/checkpoints" --no-epoch-checkpoints \
-      --log-format simple --log-interval 100 "${extra[@]}" >>"$run_dir/train.log" 2>&1 ||
-      die "fairseq-train failed, see $run_dir/train.log"
-    touch "$run_dir/.trained"
-  fi
-  updates=$(grep -o 'num_updates [0-9]*' "$run_dir/train.log" | tail -1 | awk '{print $2}')
-  [[ -f $run_dir/checkpoints/checkpoint_best.pt ]] ||
-    die "no checkpoint_best.pt after training, see $run_dir/train.log"
+  end_training
   python "$root/scripts/cogs-tagging-predict.py" "$data" "$run_dir/checkpoints/checkpoint_best.pt" \
     --split test --split gen --outdir "$run_dir/pred" >"$run_dir/predict.txt" 2>"$run_dir/predict.log" ||
     die "cogs-tagging-predict.py failed, see $run_dir/predict.log"

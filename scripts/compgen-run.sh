@@ -171,46 +171,20 @@ sys.exit(1)
 PY
 }
 
-source "$root/scripts/lib/run-pieces.sh"  # children_cpu, end_piece, total; traps
+prog=compgen-run.sh
+source "$root/scripts/lib/run-pieces.sh"  # seed_range, start_seed, train_seed, end_training,
+# end_piece, total; traps
 
-if [[ -n $only_seed ]]; then
-  first_seed=$only_seed last_seed=$only_seed
-else
-  first_seed=1 last_seed=$seeds
-fi
+seed_range
 mkdir -p "$(dirname "$csv")"
 for ((seed = first_seed; seed <= last_seed; seed++)); do
   run_dir=$out/runs/$preset/$task$suffix/seed$seed
-  if ((resume)) && recorded "$seed"; then
-    echo "compgen-run.sh: $preset $task seed $seed: already in $csv, skipped" >&2
-    continue
+  start_seed "$preset $task" || continue
+  if ((need_training)); then
+    train_seed "$data/bin" --task translation_accuracy --eval-accuracy --arch "$preset" \
+      --criterion cross_entropy
   fi
-  ((resume)) || rm -rf "$run_dir"
-  mkdir -p "$run_dir"
-  piece_dir=$run_dir piece_start=$(date +%s.%N) piece_cpu=$(children_cpu)
-  if ((resume)) && [[ -f $run_dir/.trained ]]; then
-    echo "compgen-run.sh: $preset $task seed $seed: training already finished, evaluating" >&2
-  else
-    if [[ -f $run_dir/checkpoints/checkpoint_last.pt ]]; then
-      echo "compgen-run.sh: $preset $task seed $seed: resuming from $run_dir/checkpoints/checkpoint_last.pt" >&2
-    else
-      echo "compgen-run.sh: $preset $task seed $seed: training ($max_update updates) -> $run_dir" >&2
-    fi
-    fairseq-train "$data/bin" --user-dir "$root/fairseq_plugins" \
-      --task translation_accuracy --eval-accuracy --arch "$preset" \
-      --criterion cross_entropy --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-9 \
-      --lr "$lr" --lr-scheduler inverse_sqrt --warmup-updates "$warmup" --warmup-init-lr 1e-7 \
-      --dropout 0.1 --batch-size 64 --required-batch-size-multiple 1 \
-      --max-update "$max_update" --seed "$seed" \
-      --best-checkpoint-metric accuracy --maximize-best-checkpoint-metric \
-      --save-dir "$run_dir/checkpoints" --no-epoch-checkpoints \
-      --log-format simple --log-interval 100 "${extra[@]}" >>"$run_dir/train.log" 2>&1 ||
-      die "fairseq-train failed, see $run_dir/train.log"
-    touch "$run_dir/.trained"
-  fi
-  updates=$(grep -o 'num_updates [0-9]*' "$run_dir/train.log" | tail -1 | awk '{print $2}')
-  [[ -f $run_dir/checkpoints/checkpoint_best.pt ]] ||
-    die "no checkpoint_best.pt after training, see $run_dir/train.log"
+  end_training
   fairseq-generate "$data/bin" --user-dir "$root/fairseq_plugins" --task translation_accuracy \
     --path "$run_dir/checkpoints/checkpoint_best.pt" --gen-subset test --beam "$beam" \
     --batch-size 128 --required-batch-size-multiple 1 --max-len-a 0 --max-len-b "$max_len" \
@@ -221,8 +195,8 @@ for ((seed = first_seed; seed <= last_seed; seed++)); do
   python "$root/scripts/seq-accuracy.py" "$run_dir/generate.out" "${score_args[@]}" |
     tee "$run_dir/accuracy.txt" >&2
   end_piece
-  wall=$(python -c "import sys; print(f'{sum(float(x) for x in open(sys.argv[1])):.1f}')" "$run_dir/wall.pieces")
-  cpu=$(python -c "import sys; print(f'{sum(float(x) for x in open(sys.argv[1])):.1f}')" "$run_dir/cpu.pieces")
+  wall=$(total "$run_dir/wall.pieces")
+  cpu=$(total "$run_dir/cpu.pieces")
   python - "$csv" "$run_dir/accuracy.json" "$preset" "$task" "$seed" "${updates:-0}" "$wall" \
     "$split" "$n_test" "$n_train" "$beam" "${extra[*]:-}" "$threads" "$cpu" <<'PY' || die "could not append to $csv"
 import csv, datetime, json, os, sys
