@@ -100,13 +100,15 @@ COLUMNS=(
   "cogs|2000|--valid 500 --test 2100"
   "cogs-tagging|4000|"
 )
-# Rows: preset | seeds | extra fairseq-train options. compgen_small_2s is the paper's small-2s
+# Rows: preset | seeds | extra fairseq-train options. The issue asks 3 seeds for abs, rel2-eb-c
+# and comp-rel2-eb-c; the grid did not fit its budget (about 9 CPU hours against 5), and the
+# issue's first cut is the fourth row's extra seed, so rel2-eb-c has 2. compgen_small_2s is the paper's small-2s
 # of Table 4: rel2-eb-c with weight sharing (the preset alone is abs without copy decoder).
 ROWS=(
   "compgen_abs|3|"
   "compgen_rel_eb|2|"
   "compgen_rel2_eb|2|"
-  "compgen_rel2_eb_c|3|"
+  "compgen_rel2_eb_c|2|"
   "compgen_small_2s|2|--rel-pos eb --rel-pos-cross --copy-decoder"
   "compgen_comp_rel2_eb_c|3|"
   "compgen_comp_rel2_eb_cs|2|"
