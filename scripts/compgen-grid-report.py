@@ -281,6 +281,51 @@ def wall_summary(rows):
     return markdown_table(["task"] + presets, table)
 
 
+BASELINE = "compgen_rel2_eb_c"
+COMPOSITIONAL = ("compgen_comp_rel2_eb_c", "compgen_comp_rel2_eb_cs")
+
+
+def comparison_table(rows, stats):
+    """Compositional rows against rel2-eb-c, column by column: means, the difference, whether it
+    exceeds the two cells' spread (|diff| > std + std, with 2+ runs each), and the CPU cost."""
+    cpu = {}
+    for r in rows:
+        if r["cpu_seconds"] == r["cpu_seconds"]:
+            cpu.setdefault((r["preset"], r["task"]), []).append(r["cpu_seconds"])
+
+    def mean_text(c):
+        return "–" if c is None else f"{c[0]:.3f} ({c[2]})"
+
+    table, diffs = [], {p: [] for p in COMPOSITIONAL}
+    for col in held_columns():
+        base, _ = cell(stats, BASELINE, col)
+        cells = [dict(COLUMNS)[col], mean_text(base)]
+        for p in COMPOSITIONAL:
+            comp, _ = cell(stats, p, col)
+            cells.append(mean_text(comp))
+            if base is None or comp is None:
+                cells += ["–", "–"]
+                continue
+            d = comp[0] - base[0]
+            if col not in NOT_AVERAGED:
+                diffs[p].append(d)
+            clear = base[2] > 1 and comp[2] > 1 and abs(d) > base[1] + comp[1]
+            cells.append(f"{d:+.3f}" + (" *" if clear else ""))
+            src = tagging_source(BASELINE) if col == TAGGING else BASELINE
+            b, c = cpu.get((src, col)), cpu.get((p, col))
+            cells.append(f"{statistics.fmean(c) / statistics.fmean(b):.2f}x" if b and c else "–")
+        table.append(cells)
+    avg = ["mean Δ over the seq2seq columns", ""]
+    for p in COMPOSITIONAL:
+        d = diffs[p]
+        avg += ["", f"{statistics.fmean(d):+.3f} ({len(d)} columns)" if d else "–", ""]
+    table.append(avg)
+    head = ["column", "rel2-eb-c"]
+    for name in ("comp-rel2-eb-c", "comp-rel2-eb-cs"):
+        head += [name, "Δ", "CPU"]
+    return markdown_table(head, table)
+
+
 def _category_files(r, runs_dir, tagging_runs_dir):
     """The score files with per-category gen accuracies of CSV row r (none if not on disk)."""
     if r["task"] == "cogs" and runs_dir is not None:
@@ -450,6 +495,15 @@ def generated(rows, stats, cat_rows):
         "12-column Avg.).",
         "",
         progress(rows, plan_total()),
+        "### Compositional attention against rel2-eb-c",
+        "",
+        "Means over seeds (runs in parentheses). Δ = compositional row − rel2-eb-c; * = the "
+        "difference is larger than the two cells' standard deviations added (both with 2 or more "
+        "runs), a rough bar with 2-3 seeds, not a test. CPU = mean CPU seconds per run of the "
+        "compositional row over rel2-eb-c's (same updates). COGS tag.: rel2-eb-c's tagging model "
+        "is rel-eb's (†).",
+        "",
+        comparison_table(rows, stats),
         "### COGS (seq2seq) per generalisation category",
         "",
         "Mean over seeds (runs in parentheses); gen split subsampled as stated under Budget "

@@ -297,3 +297,33 @@ def test_report_renders_table_categories_and_chart(tmp_path):
     # Lost run folders keep their rows in the categories CSV.
     assert report("", tmp_path / "none", tmp_path / "none").returncode == 0
     assert len(list(csv.DictReader(cats.open()))) == 4
+
+
+def test_comparison_with_rel2_eb_c():
+    report = load_report()
+
+    def row(preset, task, acc, cpu):
+        return {"preset": preset, "task": task, "accuracy": acc, "cpu_seconds": cpu}
+
+    rows = [
+        row("compgen_rel2_eb_c", "add", 0.5, 100.0),
+        row("compgen_rel2_eb_c", "add", 0.6, 100.0),
+        row("compgen_comp_rel2_eb_c", "add", 0.9, 150.0),
+        row("compgen_comp_rel2_eb_c", "add", 0.8, 150.0),
+        row("compgen_comp_rel2_eb_cs", "add", 0.6, float("nan")),
+        row("compgen_rel2_eb_c", "dup", 0.4, 10.0),
+        row("compgen_comp_rel2_eb_c", "dup", 0.2, 20.0),
+        row("compgen_rel_eb", "cogs-tagging", 0.5, 10.0),  # rel2-eb-c's tagging model
+        row("compgen_comp_rel2_eb_c", "cogs-tagging", 0.7, 11.0),
+    ]
+    lines = report.comparison_table(rows, report.summarize(rows)).splitlines()
+    cells = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:] for line in lines[2:]}
+    # 0.85 - 0.55 = +0.30 > std 0.071 + 0.071: marked; CPU 150 / 100
+    assert cells["Add"][:4] == ["0.550 (2)", "0.850 (2)", "+0.300 *", "1.50x"]
+    assert cells["Add"][4:6] == ["0.600 (1)", "+0.050"]  # one run: never marked
+    assert cells["Add"][6].rstrip(" |") == "–"  # no CPU recorded
+    assert cells["Dup"][:4] == ["0.400 (1)", "0.200 (1)", "-0.200", "2.00x"]
+    assert cells["COGS tag."][:4] == ["0.500 (1)", "0.700 (1)", "+0.200", "1.10x"]
+    assert cells["AddNeg"][:3] == ["–", "–", "–"]
+    # the mean leaves out COGS tag.: (0.30 - 0.20) / 2
+    assert cells["mean Δ over the seq2seq columns"][2] == "+0.050 (2 columns)"
