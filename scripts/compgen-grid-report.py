@@ -309,7 +309,7 @@ def comparison_table(rows, stats):
             d = comp[0] - base[0]
             if col not in NOT_AVERAGED:
                 diffs[p].append(d)
-            clear = base[2] > 1 and comp[2] > 1 and abs(d) > base[1] + comp[1]
+            clear = base[2] > 1 and comp[2] > 1 and abs(d) > max(base[1] + comp[1], 0.01)
             cells.append(f"{d:+.3f}" + (" *" if clear else ""))
             src = tagging_source(BASELINE) if col == TAGGING else BASELINE
             b, c = cpu.get((src, col)), cpu.get((p, col))
@@ -498,8 +498,8 @@ def generated(rows, stats, cat_rows):
         "### Compositional attention against rel2-eb-c",
         "",
         "Means over seeds (runs in parentheses). Δ = compositional row − rel2-eb-c; * = the "
-        "difference is larger than the two cells' standard deviations added (both with 2 or more "
-        "runs), a rough bar with 2-3 seeds, not a test. CPU = mean CPU seconds per run of the "
+        "difference is larger than the two cells' standard deviations added and than 0.01 (both "
+        "with 2 or more runs), a rough bar with 2-3 seeds, not a test. CPU = mean CPU seconds per run of the "
         "compositional row over rel2-eb-c's (same updates). COGS tag.: rel2-eb-c's tagging model "
         "is rel-eb's (†).",
         "",

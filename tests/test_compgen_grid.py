@@ -313,6 +313,10 @@ def test_comparison_with_rel2_eb_c():
         row("compgen_comp_rel2_eb_cs", "add", 0.6, float("nan")),
         row("compgen_rel2_eb_c", "dup", 0.4, 10.0),
         row("compgen_comp_rel2_eb_c", "dup", 0.2, 20.0),
+        row("compgen_rel2_eb_c", "scan-addjump", 0.002, 1.0),
+        row("compgen_rel2_eb_c", "scan-addjump", 0.002, 1.0),
+        row("compgen_comp_rel2_eb_c", "scan-addjump", 0.0, 1.0),
+        row("compgen_comp_rel2_eb_c", "scan-addjump", 0.0, 1.0),
         row("compgen_rel_eb", "cogs-tagging", 0.5, 10.0),  # rel2-eb-c's tagging model
         row("compgen_comp_rel2_eb_c", "cogs-tagging", 0.7, 11.0),
     ]
@@ -325,5 +329,6 @@ def test_comparison_with_rel2_eb_c():
     assert cells["Dup"][:4] == ["0.400 (1)", "0.200 (1)", "-0.200", "2.00x"]
     assert cells["COGS tag."][:4] == ["0.500 (1)", "0.700 (1)", "+0.200", "1.10x"]
     assert cells["AddNeg"][:3] == ["–", "–", "–"]
-    # the mean leaves out COGS tag.: (0.30 - 0.20) / 2
-    assert cells["mean Δ over the seq2seq columns"][2] == "+0.050 (2 columns)"
+    assert cells["SCAN-aj"][2] == "-0.002"  # beyond a zero spread, but below 0.01: unmarked
+    # the mean leaves out COGS tag.: (0.30 - 0.20 - 0.002) / 3
+    assert cells["mean Δ over the seq2seq columns"][2] == "+0.033 (3 columns)"
