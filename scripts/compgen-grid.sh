@@ -344,7 +344,7 @@ if ((${#failed[@]})); then
   exit 1
 fi
 if ((${#elsewhere[@]})); then
-  log "finished here; ${#elsewhere[@]} cell(s) were still running in other grids"
+  log "finished here; ${#elsewhere[@]} cell(s) were left to other grids on $out (see --list)"
 else
   log "finished: every selected cell is in $csv"
 fi
