@@ -18,11 +18,14 @@ PRESET  a tagging_transformer --arch (default cogs_tagging_tuned): cogs_tagging_
 For every seed: fairseq-train (--task cogs_tagging --criterion cogs_tagging, best checkpoint by
 the official valid accuracy), scripts/cogs-tagging-predict.py on test and gen with the best
 checkpoint (per-category tables in RUN/predict.txt, predictions in RUN/pred/, scores with the
-per-category accuracies in RUN/pred/SPLIT.scores.json), and one row per split appended to the
-results CSV:
-preset,task,seed,updates,split,accuracy,lf_accuracy,n_test,n_train,parent_head,wall_seconds,date,extra_args
+per-category accuracies in RUN/pred/SPLIT.scores.json; with --report-checkpoint last also with the
+final checkpoint, in RUN/predict-last.txt and RUN/pred-last/), and one row per split appended to
+the results CSV:
+preset,task,seed,updates,split,accuracy,lf_accuracy,n_test,n_train,parent_head,wall_seconds,date,
+extra_args,checkpoint
 (accuracy: the official metric, all five tag rows exact; lf_accuracy: the rebuilt logical form
-exact; fractions 0..1; task is `cogs-tagging`). RUN is OUT/runs/PRESET[-HEAD]/seedS.
+exact; fractions 0..1, of the checkpoint named in `checkpoint`; task is `cogs-tagging`). RUN is
+OUT/runs/PRESET[-HEAD]/seedS. A CSV written before a column was added gets it (empty) first.
 
 Options:
   --seeds N          seeds 1..N (default 1)
@@ -38,10 +41,16 @@ Options:
                      n_test,n_train,beam,extra_args,threads,cpu_seconds with preset = ROW, task
                      cogs-tagging, split gen (accuracy: the official metric on gen), beam empty,
                      extra_args = `--arch PRESET` + the fairseq-train args after `--`. RUN is
-                     OUT/runs/ROW/seedS.
+                     OUT/runs/ROW/seedS. The row ends with checkpoint,accuracy_best,
+                     accuracy_last as in compgen-run.sh.
   --out DIR          data, checkpoints and logs (default work/cogs-tagging)
   --csv FILE         results CSV (default results/cogs-tagging.csv)
   --max-update N     training updates (default 6000: the notebook's 16 epochs of 64 sentences)
+  --epochs N         N * floor(n_train / 64) updates instead (the notebook's loader drops the last
+                     partial batch): 16 epochs of the 24,155 sentences are 6,032 updates
+  --report-checkpoint best|last
+                     which checkpoint the CSV's accuracy is of (default best by valid accuracy;
+                     last: the final one, the notebook's protocol; both are then evaluated)
   --parent-head H    absolute, relative or attention (default: the preset's)
   --lr LR            peak learning rate (default Noam: 64^-0.5 * 4000^-0.5 = 0.00198)
   --warmup N         warm-up updates (default 4000, or max-update/10 when that is smaller)
@@ -66,17 +75,19 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
 seeds=1 only_seed="" resume=0 grid_row="" out=$root/work/cogs-tagging
 csv=$root/results/cogs-tagging.csv max_update=6000 parent_head="" lr="" warmup="" raw_dir=""
+epochs="" report_checkpoint=best
 positional=() extra=()
 while (($#)); do
   case $1 in
     -h | --help) usage; exit 0 ;;
     --seeds | --seed | --grid-row | --out | --csv | --max-update | --parent-head | --lr | \
-      --warmup | --raw-dir)
+      --warmup | --raw-dir | --epochs | --report-checkpoint)
       (($# >= 2)) || die "$1 needs a value"
       case $1 in
         --seeds) seeds=$2 ;; --seed) only_seed=$2 ;; --grid-row) grid_row=$2 ;; --out) out=$2 ;;
         --csv) csv=$2 ;; --max-update) max_update=$2 ;; --parent-head) parent_head=$2 ;;
-        --lr) lr=$2 ;; --warmup) warmup=$2 ;; --raw-dir) raw_dir=$2 ;;
+        --lr) lr=$2 ;; --warmup) warmup=$2 ;; --raw-dir) raw_dir=$2 ;; --epochs) epochs=$2 ;;
+        --report-checkpoint) report_checkpoint=$2 ;;
       esac
       shift 2 ;;
     --resume) resume=1; shift ;;
@@ -87,10 +98,12 @@ while (($#)); do
 done
 ((${#positional[@]} <= 1)) || die "one PRESET at most (see --help)"
 preset=${positional[0]:-cogs_tagging_tuned}
-for pair in "seeds:$seeds" "seed:${only_seed:-1}" "max-update:$max_update"; do
+for pair in "seeds:$seeds" "seed:${only_seed:-1}" "max-update:$max_update" "epochs:${epochs:-1}"; do
   [[ ${pair#*:} =~ ^[0-9]+$ && ${pair#*:} -ge 1 ]] || die "--${pair%%:*} ${pair#*:}: not a positive integer"
 done
 [[ -z $warmup || $warmup =~ ^[0-9]+$ ]] || die "--warmup $warmup: not an integer"
+[[ $report_checkpoint =~ ^(best|last)$ ]] ||
+  die "--report-checkpoint $report_checkpoint: choose best or last"
 [[ -z $lr || $lr =~ ^[0-9.eE+-]+$ ]] || die "--lr $lr: not a number"
 [[ -z $parent_head || $parent_head =~ ^(absolute|relative|attention)$ ]] ||
   die "--parent-head $parent_head: choose from absolute, relative, attention"
@@ -101,10 +114,6 @@ command -v fairseq-train >/dev/null || die "fairseq-train not found (run scripts
 # Fail fast on an unknown --arch.
 arch_check=$(python "$root/scripts/check-arch.py" "$preset" --model tagging_transformer --what tagging 2>&1) || die "$(tail -n 1 <<<"$arch_check")"
 
-if [[ -z $warmup ]]; then
-  warmup=$((max_update / 10 < 4000 ? max_update / 10 : 4000))
-  ((warmup >= 1)) || warmup=1
-fi
 [[ -n $lr ]] || lr=$(python -c "print(f'{64 ** -0.5 * 4000 ** -0.5:.6g}')")
 
 # Data: the tag files (absolute parents; the task maps them to every head's classes). Built in
@@ -132,6 +141,14 @@ fi
 exec 7>&-
 n_train=$(wc -l <"$data/train.src")
 n_gen=$(wc -l <"$data/gen.src")
+if [[ -n $epochs ]]; then
+  max_update=$((epochs * (n_train / 64)))
+  ((max_update >= 1)) || die "--epochs $epochs: $n_train training examples make no full batch of 64"
+fi
+if [[ -z $warmup ]]; then
+  warmup=$((max_update / 10 < 4000 ? max_update / 10 : 4000))
+  ((warmup >= 1)) || warmup=1
+fi
 head_args=()
 [[ -n $parent_head ]] && head_args=(--parent-head "$parent_head")
 threads=$OMP_NUM_THREADS
@@ -175,49 +192,72 @@ for ((seed = first_seed; seed <= last_seed; seed++)); do
       "${head_args[@]}"
   fi
   end_training
-  python "$root/scripts/cogs-tagging-predict.py" "$data" "$run_dir/checkpoints/checkpoint_best.pt" \
-    --split test --split gen --outdir "$run_dir/pred" >"$run_dir/predict.txt" 2>"$run_dir/predict.log" ||
-    die "cogs-tagging-predict.py failed, see $run_dir/predict.log"
-  grep -E '^(test|gen):' "$run_dir/predict.txt" >&2
+  checkpoints=(best)
+  [[ $report_checkpoint == last ]] && checkpoints+=(last)
+  for which in "${checkpoints[@]}"; do
+    sfx=""
+    [[ $which == last ]] && sfx=-last
+    [[ -f $run_dir/checkpoints/checkpoint_$which.pt ]] ||
+      die "no checkpoint_$which.pt after training, see $run_dir/train.log"
+    python "$root/scripts/cogs-tagging-predict.py" "$data" "$run_dir/checkpoints/checkpoint_$which.pt" \
+      --split test --split gen --outdir "$run_dir/pred$sfx" >"$run_dir/predict$sfx.txt" \
+      2>"$run_dir/predict$sfx.log" || die "cogs-tagging-predict.py failed, see $run_dir/predict$sfx.log"
+    grep -E '^(test|gen):' "$run_dir/predict$sfx.txt" | sed "s/^/$which checkpoint, /" >&2
+  done
   end_piece
   wall=$(total "$run_dir/wall.pieces")
   cpu=$(total "$run_dir/cpu.pieces")
   head_used=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['parent_head'])" "$run_dir/pred/test.scores.json")
-  python - "$csv" "$run_dir/pred" "$grid_row" "$preset" "$seed" "${updates:-0}" "$n_train" \
-    "$head_used" "$wall" "${extra[*]:-}" "$threads" "$cpu" "$parent_head" <<'PY' || die "could not append to $csv"
+  python - "$csv" "$run_dir" "$report_checkpoint" "$grid_row" "$preset" "$seed" "${updates:-0}" \
+    "$n_train" "$head_used" "$wall" "${extra[*]:-}" "$threads" "$cpu" "$parent_head" <<'PY' || die "could not append to $csv"
 import csv, datetime, json, os, sys
-path, pred, row, preset, seed, updates, n_train, head, wall, extra, threads, cpu, head_opt = (
+path, run_dir, report, row, preset, seed, updates, n_train, head, wall, extra, threads, cpu, head_opt = (
     sys.argv[1:]
 )
 now = datetime.datetime.now().isoformat(timespec="seconds")
-scores = {s: json.load(open(os.path.join(pred, f"{s}.scores.json"))) for s in ("test", "gen")}
+def scores_of(pred):
+    return {s: json.load(open(os.path.join(run_dir, pred, f"{s}.scores.json"))) for s in ("test", "gen")}
+best = scores_of("pred")
+last = scores_of("pred-last") if report == "last" else None
+scores = last if report == "last" else best
 if row:  # the layout of scripts/compgen-run.sh (docs/compgen-grid.csv)
     header = ["preset", "task", "seed", "updates", "accuracy", "wall_seconds", "date", "split",
-              "n_test", "n_train", "beam", "extra_args", "threads", "cpu_seconds"]
+              "n_test", "n_train", "beam", "extra_args", "threads", "cpu_seconds", "checkpoint",
+              "accuracy_best", "accuracy_last"]
     args = " ".join(["--arch", preset] + (["--parent-head", head_opt] if head_opt else [])
                     + ([extra] if extra else []))
     g = scores["gen"]
     rows = [[row, "cogs-tagging", seed, updates, f"{g['accuracy']:.6f}", wall, now, "gen",
-             g["total"], n_train, "", args, threads, cpu]]
+             g["total"], n_train, "", args, threads, cpu, report,
+             f"{best['gen']['accuracy']:.6f}", f"{last['gen']['accuracy']:.6f}" if last else ""]]
 else:
     header = ["preset", "task", "seed", "updates", "split", "accuracy", "lf_accuracy", "n_test",
-              "n_train", "parent_head", "wall_seconds", "date", "extra_args"]
+              "n_train", "parent_head", "wall_seconds", "date", "extra_args", "checkpoint"]
     rows = [[preset, "cogs-tagging", seed, updates, s, f"{v['accuracy']:.6f}",
-             f"{v['lf_accuracy']:.6f}", v["total"], n_train, head, wall, now, extra]
+             f"{v['lf_accuracy']:.6f}", v["total"], n_train, head, wall, now, extra, report]
             for s, v in scores.items()]
 new = not os.path.exists(path) or os.path.getsize(path) == 0
 if not new:
     with open(path, newline="") as f:
-        first = next(csv.reader(f), [])
-    if first != header:
-        sys.exit(f"cogs-tagging-run.sh: {path}: header {','.join(first)} is not the expected "
-                 f"{','.join(header)}")
+        old = list(csv.reader(f))
+    if old[0] != header:
+        if old[0] != header[: len(old[0])]:
+            sys.exit(f"cogs-tagging-run.sh: {path}: header {','.join(old[0])} is not the expected "
+                     f"{','.join(header)}")
+        # An older CSV without the newer columns: rewrite it with them (empty), atomically.
+        tmp = path + ".tmp"
+        with open(tmp, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(header)
+            for r in old[1:]:
+                w.writerow(r + [""] * (len(header) - len(r)))
+        os.replace(tmp, path)
 with open(path, "a", newline="") as f:
     w = csv.writer(f)
     if new:
         w.writerow(header)
     w.writerows(rows)
 PY
-  echo "cogs-tagging-run.sh: $preset${grid_row:+ ($grid_row)} seed $seed: $(grep -E '^(test|gen):' "$run_dir/predict.txt" | tr '\n' ' ')after $updates updates, ${wall}s (CPU ${cpu}s) -> $csv" >&2
+  echo "cogs-tagging-run.sh: $preset${grid_row:+ ($grid_row)} seed $seed: $(grep -E '^(test|gen):' "$run_dir/predict${sfx}.txt" | tr '\n' ' ')($report_checkpoint checkpoint) after $updates updates, ${wall}s (CPU ${cpu}s) -> $csv" >&2
 done
 }; exit

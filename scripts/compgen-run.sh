@@ -15,11 +15,14 @@ TASK    a scripts/compgen-data.py task: add addneg reverse dup cart inters scan-
 
 For every seed: fairseq-train (--task translation_accuracy --eval-accuracy, best checkpoint by
 valid sequence accuracy), fairseq-generate on the task's test split (COGS: gen) with the best
-checkpoint, scripts/seq-accuracy.py, and one row appended to the results CSV:
+checkpoint (and with the final one, see --report-checkpoint), scripts/seq-accuracy.py, and one row
+appended to the results CSV:
 preset,task,seed,updates,accuracy,wall_seconds,date,split,n_test,n_train,beam,extra_args,threads,
-cpu_seconds (accuracy: fraction 0..1; wall_seconds: training + generation, summed over resumed
-pieces; threads: OMP_NUM_THREADS of the run; cpu_seconds: user + system CPU time of the same
-commands, which unlike the wall time does not grow when other jobs share the CPU).
+cpu_seconds,checkpoint,accuracy_best,accuracy_last (accuracy: fraction 0..1, of the checkpoint
+named in `checkpoint`; accuracy_best / accuracy_last: each checkpoint's, empty when not evaluated;
+wall_seconds: training + generation, summed over resumed pieces; threads: OMP_NUM_THREADS of the
+run; cpu_seconds: user + system CPU time of the same commands, which unlike the wall time does not
+grow when other jobs share the CPU).
 
 Options:
   --seeds N          seeds 1..N (default 1; the paper averages 5 repetitions)
@@ -31,6 +34,13 @@ Options:
   --out DIR          data, checkpoints and logs (default work/compgen)
   --csv FILE         results CSV (default results/compgen.csv)
   --max-update N     training updates (default 20000)
+  --epochs N         train N epochs of the authors' loader instead: N * floor(n_train / 64)
+                     updates (their loader drops the last partial batch; fairseq's does not, so
+                     the count of updates, not of fairseq epochs, is what matches them)
+  --report-checkpoint best|last
+                     which checkpoint's accuracy the CSV's `accuracy` holds (default best: the
+                     best by valid accuracy; last: the final one, the paper's protocol). With
+                     last, both are evaluated and recorded (accuracy_best, accuracy_last).
   --small            small data sets (compgen-data.py --small: 1000 train, 100 valid, 100 test)
   --train N, --valid N, --test N
                      data set sizes (compgen-data.py --train/--valid/--test; COGS: --test
@@ -59,18 +69,20 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
 seeds=1 only_seed="" resume=0 out=$root/work/compgen csv=$root/results/compgen.csv max_update=20000
 small=0 beam=1 lr="" warmup="" raw_dir="" data_seed=1 n_train_opt="" n_valid_opt="" n_test_opt=""
+epochs="" report_checkpoint=best
 positional=() extra=()
 while (($#)); do
   case $1 in
     -h | --help) usage; exit 0 ;;
     --seeds | --seed | --out | --csv | --max-update | --beam | --lr | --warmup | --raw-dir | \
-      --data-seed | --train | --valid | --test)
+      --data-seed | --train | --valid | --test | --epochs | --report-checkpoint)
       (($# >= 2)) || die "$1 needs a value"
       case $1 in
         --seeds) seeds=$2 ;; --seed) only_seed=$2 ;; --out) out=$2 ;; --csv) csv=$2 ;;
         --max-update) max_update=$2 ;; --beam) beam=$2 ;; --lr) lr=$2 ;; --warmup) warmup=$2 ;;
         --raw-dir) raw_dir=$2 ;; --data-seed) data_seed=$2 ;; --train) n_train_opt=$2 ;;
-        --valid) n_valid_opt=$2 ;; --test) n_test_opt=$2 ;;
+        --valid) n_valid_opt=$2 ;; --test) n_test_opt=$2 ;; --epochs) epochs=$2 ;;
+        --report-checkpoint) report_checkpoint=$2 ;;
       esac
       shift 2 ;;
     --small) small=1; shift ;;
@@ -83,10 +95,13 @@ done
 ((${#positional[@]} == 2)) || die "need PRESET and TASK (see --help)"
 preset=${positional[0]} task=${positional[1]}
 for pair in "seeds:$seeds" "max-update:$max_update" "beam:$beam" "data-seed:$data_seed" \
-  "seed:${only_seed:-1}" "train:${n_train_opt:-1}" "valid:${n_valid_opt:-1}" "test:${n_test_opt:-1}"; do
+  "seed:${only_seed:-1}" "train:${n_train_opt:-1}" "valid:${n_valid_opt:-1}" "test:${n_test_opt:-1}" \
+  "epochs:${epochs:-1}"; do
   [[ ${pair#*:} =~ ^[0-9]+$ && ${pair#*:} -ge 1 ]] || die "--${pair%%:*} ${pair#*:}: not a positive integer"
 done
 [[ -z $warmup || $warmup =~ ^[0-9]+$ ]] || die "--warmup $warmup: not an integer"
+[[ $report_checkpoint =~ ^(best|last)$ ]] ||
+  die "--report-checkpoint $report_checkpoint: choose best or last"
 [[ -z $lr || $lr =~ ^[0-9.eE+-]+$ ]] || die "--lr $lr: not a number"
 [[ -z $raw_dir || -d $raw_dir ]] || die "--raw-dir $raw_dir: not a directory"
 command -v fairseq-train >/dev/null || die "fairseq-train not found (run scripts/setup.sh)"
@@ -94,11 +109,7 @@ command -v fairseq-train >/dev/null || die "fairseq-train not found (run scripts
 # Fail fast on an unknown --arch (fairseq-train would say so only after data preparation).
 arch_check=$(python "$root/scripts/check-arch.py" "$preset" --list-prefix compgen 2>&1) || die "$(tail -n 1 <<<"$arch_check")"
 
-# Learning rate and warm-up (paper: Noam schedule, 4000 warm-up; scaled down for short runs).
-if [[ -z $warmup ]]; then
-  warmup=$((max_update / 10 < 4000 ? max_update / 10 : 4000))
-  ((warmup >= 1)) || warmup=1
-fi
+# Learning rate (paper: Noam schedule; the warm-up is set once the data size is known).
 if [[ -z $lr ]]; then
   d=64
   [[ $preset == compgen_large* ]] && d=128
@@ -156,6 +167,15 @@ n_train=$(wc -l <"$data/raw/train.tgt")
 # Generation may stop one token after the longest reference: longer outputs are wrong anyway.
 max_len=$(awk '{ if (NF > m) m = NF } END { print m + 1 }' "$data/raw/$split.tgt")
 threads=$OMP_NUM_THREADS
+if [[ -n $epochs ]]; then
+  max_update=$((epochs * (n_train / 64)))
+  ((max_update >= 1)) || die "--epochs $epochs: $n_train training examples make no full batch of 64"
+fi
+# Warm-up: the paper's 4000, scaled down for short runs.
+if [[ -z $warmup ]]; then
+  warmup=$((max_update / 10 < 4000 ? max_update / 10 : 4000))
+  ((warmup >= 1)) || warmup=1
+fi
 
 # Is (preset, task, seed) with these data sizes already a row of the CSV?
 recorded() {
@@ -185,29 +205,43 @@ for ((seed = first_seed; seed <= last_seed; seed++)); do
       --criterion cross_entropy
   fi
   end_training
-  fairseq-generate "$data/bin" --user-dir "$root/fairseq_plugins" --task translation_accuracy \
-    --path "$run_dir/checkpoints/checkpoint_best.pt" --gen-subset test --beam "$beam" \
-    --batch-size 128 --required-batch-size-multiple 1 --max-len-a 0 --max-len-b "$max_len" \
-    >"$run_dir/generate.out" 2>"$run_dir/generate.log" ||
-    die "fairseq-generate failed, see $run_dir/generate.log"
-  score_args=(--ref "$data/raw/$split.tgt" --json "$run_dir/accuracy.json")
-  [[ -n $categories ]] && score_args+=(--categories "$data/raw/$categories")
-  python "$root/scripts/seq-accuracy.py" "$run_dir/generate.out" "${score_args[@]}" |
-    tee "$run_dir/accuracy.txt" >&2
+  # The best checkpoint's files keep their names (generate.out, accuracy.json); the final
+  # checkpoint's get a -last suffix.
+  checkpoints=(best)
+  [[ $report_checkpoint == last ]] && checkpoints+=(last)
+  for which in "${checkpoints[@]}"; do
+    sfx=""
+    [[ $which == last ]] && sfx=-last
+    [[ -f $run_dir/checkpoints/checkpoint_$which.pt ]] ||
+      die "no checkpoint_$which.pt after training, see $run_dir/train.log"
+    fairseq-generate "$data/bin" --user-dir "$root/fairseq_plugins" --task translation_accuracy \
+      --path "$run_dir/checkpoints/checkpoint_$which.pt" --gen-subset test --beam "$beam" \
+      --batch-size 128 --required-batch-size-multiple 1 --max-len-a 0 --max-len-b "$max_len" \
+      >"$run_dir/generate$sfx.out" 2>"$run_dir/generate$sfx.log" ||
+      die "fairseq-generate failed, see $run_dir/generate$sfx.log"
+    score_args=(--ref "$data/raw/$split.tgt" --json "$run_dir/accuracy$sfx.json")
+    [[ -n $categories ]] && score_args+=(--categories "$data/raw/$categories")
+    python "$root/scripts/seq-accuracy.py" "$run_dir/generate$sfx.out" "${score_args[@]}" |
+      tee "$run_dir/accuracy$sfx.txt" >&2
+  done
   end_piece
   wall=$(total "$run_dir/wall.pieces")
   cpu=$(total "$run_dir/cpu.pieces")
-  python - "$csv" "$run_dir/accuracy.json" "$preset" "$task" "$seed" "${updates:-0}" "$wall" \
-    "$split" "$n_test" "$n_train" "$beam" "${extra[*]:-}" "$threads" "$cpu" <<'PY' || die "could not append to $csv"
+  python - "$csv" "$run_dir" "$report_checkpoint" "$preset" "$task" "$seed" "${updates:-0}" \
+    "$wall" "$split" "$n_test" "$n_train" "$beam" "${extra[*]:-}" "$threads" "$cpu" <<'PY' || die "could not append to $csv"
 import csv, datetime, json, os, sys
-path, acc_json, *fields = sys.argv[1:]
-acc = json.load(open(acc_json))["accuracy"]
+path, run_dir, report, *fields = sys.argv[1:]
+acc = {}
+for which, sfx in (("best", ""), ("last", "-last")):
+    if report == "last" or which == "best":
+        acc[which] = f"{json.load(open(os.path.join(run_dir, f'accuracy{sfx}.json')))['accuracy']:.6f}"
 header = ["preset", "task", "seed", "updates", "accuracy", "wall_seconds", "date", "split",
-          "n_test", "n_train", "beam", "extra_args", "threads", "cpu_seconds"]
+          "n_test", "n_train", "beam", "extra_args", "threads", "cpu_seconds", "checkpoint",
+          "accuracy_best", "accuracy_last"]
 preset, task, seed, updates, wall, split, n_test, n_train, beam, extra, threads, cpu = fields
-row = [preset, task, seed, updates, f"{acc:.6f}", wall,
+row = [preset, task, seed, updates, acc[report], wall,
        datetime.datetime.now().isoformat(timespec="seconds"), split, n_test, n_train, beam, extra,
-       threads, cpu]
+       threads, cpu, report, acc["best"], acc.get("last", "")]
 new = not os.path.exists(path) or os.path.getsize(path) == 0
 if not new:
     with open(path, newline="") as f:
@@ -229,6 +263,8 @@ with open(path, "a", newline="") as f:
         w.writerow(header)
     w.writerow(row)
 PY
-  echo "compgen-run.sh: $preset $task seed $seed: accuracy $(python -c "import json,sys; print(json.load(open(sys.argv[1]))['accuracy'])" "$run_dir/accuracy.json") after $updates updates, ${wall}s (CPU ${cpu}s) -> $csv" >&2
+  reported=$run_dir/accuracy.json
+  [[ $report_checkpoint == last ]] && reported=$run_dir/accuracy-last.json
+  echo "compgen-run.sh: $preset $task seed $seed: accuracy $(python -c "import json,sys; print(json.load(open(sys.argv[1]))['accuracy'])" "$reported") ($report_checkpoint checkpoint) after $updates updates, ${wall}s (CPU ${cpu}s) -> $csv" >&2
 done
 }; exit
