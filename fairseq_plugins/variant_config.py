@@ -56,17 +56,19 @@ class VariantConfig(FairseqDataclass):
     retrieval_scoring: ChoiceEnum(list(RETRIEVAL_SCORINGS)) = field(
         default="dot",
         metadata={
-            "help": "value scores c_ij: dot (q_i . O_ij W_rk), mlp (a small network on "
-            "[O_ij ; q_i]) or learned-key (q_i . key_j with R learned keys, independent of O_ij: "
-            "the official compositional_attention_func.py)"
+            "help": "value scores c_ij: dot (q_i . O_ij W_rk / sqrt(d_s)), mlp (a small network "
+            "on [O_ij ; q_i]), learned-key (q_i . key_j / sqrt(d_s) with R learned keys, "
+            "independent of O_ij: the official compositional_attention_func.py with --qk-rule) or "
+            "learned-key-mlp (a small network on [q_i ; key_j]: the official _func module "
+            "without --qk-rule)"
         },
     )
     retrieval_mlp_hidden: Optional[int] = field(
         default=None,
         metadata={
-            "help": "hidden ReLU width of the mlp scorer (default: d_s, the official "
-            "nonlinear=True; 0: linear, which ignores the query: its term is the same for every "
-            "retrieval and cancels in the softmax)"
+            "help": "hidden ReLU width of the mlp and learned-key-mlp scorers (default: d_s, the "
+            "official nonlinear=True; 0: linear, which ignores the query: its term is the same "
+            "for every retrieval and cancels in the softmax)"
         },
     )
     retrieval_query_from_search: bool = field(
@@ -82,7 +84,15 @@ class VariantConfig(FairseqDataclass):
         metadata={
             "help": "in training, value scores by Gumbel-softmax (soft) over the retrievals: "
             "softmax((logits + Gumbel noise) / temperature); plain softmax at evaluation and "
-            "decoding (the official --gumbel, as issue 12 describes it)"
+            "decoding unless --retrieval-gumbel-in-eval (the official --gumbel keeps the noise)"
+        },
+    )
+    retrieval_gumbel_in_eval: bool = field(
+        default=False,
+        metadata={
+            "help": "keep the --retrieval-gumbel noise at evaluation, validation and generation, "
+            "fresh at every decoding step, as the official module does (metrics are then "
+            "stochastic)"
         },
     )
     retrieval_gumbel_temperature: float = field(
@@ -94,6 +104,14 @@ class VariantConfig(FairseqDataclass):
         metadata={
             "help": "total value width of the R retrievals, R*d_v (the official code's name; "
             "default: the attention width, so d_v = d/R)"
+        },
+    )
+    realformer: bool = field(
+        default=False,
+        metadata={
+            "help": "RealFormer residual attention: every self-attention and cross-attention adds "
+            "the previous layer's scaled, masked pre-softmax logits (relative-position terms "
+            "included) to its own; three separate carries (encoder self, decoder self, cross)"
         },
     )
     share_encoder_layers: bool = field(
@@ -183,6 +201,12 @@ class VariantConfig(FairseqDataclass):
                     f"--{name.replace('_', '-')}: unknown value {getattr(self, name)!r} "
                     f"(choose from {shown})"
                 )
+        if self.retrieval_gumbel_in_eval and not self.retrieval_gumbel:
+            raise PluginConfigError("--retrieval-gumbel-in-eval needs --retrieval-gumbel")
+        if self.realformer and self.graph_encoder:
+            raise PluginConfigError(
+                "--realformer is not available with --graph-encoder (its layers attend three ways)"
+            )
         if self.rel_pos_cross and self.rel_pos == "none":
             raise PluginConfigError("--rel-pos-cross needs --rel-pos e, b or eb")
         if self.copy_projection != "none" and not self.copy_decoder:

@@ -21,8 +21,10 @@ D = 32
 
 def reference(m, query, key, key_padding_mask=None, attn_mask=None, noise=None):
     """The six equations with explicit loops over searches i and retrievals j, and the official
-    options: retrieval query from the search query (q-compose), learned keys, Gumbel noise
-    ``noise`` (B, S, Tq, R) added to the value-score logits in training."""
+    options: retrieval query from the search query (q-compose), learned keys (dot or a network on
+    [q_i ; key_j]), Gumbel noise ``noise`` (B, S, Tq, R) added to the value-score logits in
+    training (and at evaluation with gumbel_in_eval). Only the dot scorers divide the retrieval
+    query by sqrt(d_s) (OFFICIAL-EXTRAS.md A3.4), and legacy mlp modules (before issue 23)."""
     S, R, dh, dv, ds = (
         m.num_searches,
         m.num_retrievals,
@@ -40,15 +42,18 @@ def reference(m, query, key, key_padding_mask=None, attn_mask=None, noise=None):
         mask = mask + attn_mask
     if key_padding_mask is not None:
         mask = mask.masked_fill(key_padding_mask.unsqueeze(1), float("-inf"))
+    dot_scorer = m.scoring in ("dot", "learned-key")
+    legacy = m.scoring == "mlp" and bool(m.mlp_query_scaled)
+    query_scale = 1 / math.sqrt(ds) if dot_scorer or legacy else 1.0
     heads = []
     for i in range(S):
         Qi = part(m.q_proj, X, i * dh, (i + 1) * dh)
         Ki = part(m.k_proj, Xk, i * dh, (i + 1) * dh)
         Ai = torch.softmax(Qi @ Ki.transpose(1, 2) / math.sqrt(dh) + mask, dim=-1)
         if m.query_from_search:  # one Linear(d_h, d_s) shared by the searches
-            qi = m.retrieval_query_proj(Qi / math.sqrt(dh)) / math.sqrt(ds)
+            qi = m.retrieval_query_proj(Qi / math.sqrt(dh)) * query_scale
         else:
-            qi = part(m.retrieval_query_proj, X, i * ds, (i + 1) * ds) / math.sqrt(ds)
+            qi = part(m.retrieval_query_proj, X, i * ds, (i + 1) * ds) * query_scale
         O, scores = [], []
         for j in range(R):
             Oij = Ai @ part(m.v_proj, Xk, j * dv, (j + 1) * dv)
@@ -57,11 +62,14 @@ def reference(m, query, key, key_padding_mask=None, attn_mask=None, noise=None):
                 scores.append((qi * kij).sum(-1))
             elif m.scoring == "learned-key":
                 scores.append(qi @ m.retrieval_keys[j])
+            elif m.scoring == "learned-key-mlp":  # query first, then the key
+                key_j = m.retrieval_keys[j].expand(qi.shape)
+                scores.append(m.retrieval_scorer(torch.cat([qi, key_j], dim=-1)).squeeze(-1))
             else:
                 scores.append(m.retrieval_scorer(torch.cat([Oij, qi], dim=-1)).squeeze(-1))
             O.append(Oij)
         logits = torch.stack(scores, dim=-1)  # (B, Tq, R)
-        if m.gumbel and m.training:
+        if m.gumbel and (m.training or m.gumbel_in_eval):
             logits = (logits + noise[:, i]) / m.gumbel_temperature
         c = torch.softmax(logits, dim=-1)
         heads.append(sum(c[..., j : j + 1] * O[j] for j in range(R)))
@@ -81,6 +89,12 @@ OPTION_CONFIGS = [
     dict(num_searches=4, num_retrievals=2, scoring="dot", query_from_search=True),
     dict(num_searches=4, num_retrievals=4, scoring="mlp", query_from_search=True, attn_dim=16),
     dict(num_searches=4, num_retrievals=2, scoring="mlp", mlp_hidden=0),
+    # issue 23: the learned-key network (official _func module without --qk-rule), the mlp
+    # scorer of models saved before issue 23 (query / sqrt(d_s))
+    dict(num_searches=4, num_retrievals=2, scoring="learned-key-mlp"),
+    dict(num_searches=2, num_retrievals=4, scoring="learned-key-mlp", query_from_search=True),
+    dict(num_searches=4, num_retrievals=2, scoring="learned-key-mlp", mlp_hidden=0),
+    dict(num_searches=4, num_retrievals=2, scoring="mlp", legacy_mlp_query_scaling=True),
 ]
 CONFIGS += OPTION_CONFIGS
 
@@ -336,7 +350,7 @@ def test_float64_module_stays_float64():
 
 
 # -- the official options (issue 12) ----------------------------------------------------------
-SCORINGS = ["dot", "mlp", "learned-key"]
+SCORINGS = ["dot", "mlp", "learned-key", "learned-key-mlp"]
 
 
 def known_noise(bsz, searches, length, retrievals, dtype=torch.float32):
@@ -518,9 +532,10 @@ def test_options_gradients_are_exact_and_reach_every_parameter(config):
 
 
 @pytest.mark.parametrize("S,R,ds,attn_dim", [(8, 8, 32, 64), (4, 2, 16, 32), (2, 4, 8, 64)])
-@pytest.mark.parametrize("scoring", SCORINGS + ["mlp-linear"])
+@pytest.mark.parametrize("scoring", SCORINGS + ["mlp-linear", "learned-key-mlp-linear"])
 @pytest.mark.parametrize("query_from_search", [False, True])
 def test_option_parameter_counts_match_formula(S, R, ds, attn_dim, scoring, query_from_search):
+    linear = scoring.endswith("-linear")
     d = 64
     dh, dv = d // S, attn_dim // R
     m = CompositionalAttention(
@@ -529,8 +544,8 @@ def test_option_parameter_counts_match_formula(S, R, ds, attn_dim, scoring, quer
         R,
         retrieval_qk_dim=ds,
         attn_dim=attn_dim,
-        scoring="mlp" if scoring == "mlp-linear" else scoring,
-        mlp_hidden=0 if scoring == "mlp-linear" else None,
+        scoring=scoring.removesuffix("-linear"),
+        mlp_hidden=0 if linear else None,
         query_from_search=query_from_search,
         gumbel=True,  # no parameters
         self_attention=True,
@@ -546,37 +561,17 @@ def test_option_parameter_counts_match_formula(S, R, ds, attn_dim, scoring, quer
         weights += R * ds
     elif scoring == "mlp":  # Linear(d_v + d_s, d_s), ReLU, Linear(d_s, 1)
         weights, biases = weights + (dv + ds) * ds + ds, biases + ds + 1
-    else:  # linear scorer Linear(d_v + d_s, 1)
+    elif scoring == "mlp-linear":  # linear scorer Linear(d_v + d_s, 1)
         weights, biases = weights + dv + ds, biases + 1
+    elif scoring == "learned-key-mlp":  # R keys; Linear(2 d_s, d_s), ReLU, Linear(d_s, 1)
+        weights, biases = weights + R * ds + 2 * ds * ds + ds, biases + ds + 1
+    else:  # R keys; Linear(2 d_s, 1)
+        weights, biases = weights + R * ds + 2 * ds, biases + 1
     assert sum(p.numel() for p in m.parameters()) == weights + biases
     assert sum(p.numel() for p in m.parameters() if p.dim() == 2) == weights
 
 
-@pytest.mark.parametrize("scoring", SCORINGS)
-@pytest.mark.parametrize("query_from_search", [False, True])
-def test_retrieval_weights_are_xavier_uniform_with_gain_one_over_sqrt2(scoring, query_from_search):
-    torch.manual_seed(14)
-    m = CompositionalAttention(
-        256, 8, 8, 32, scoring=scoring, query_from_search=query_from_search, self_attention=True
-    )
-    weights = {"retrieval_query_proj": m.retrieval_query_proj.weight}
-    if scoring == "dot":
-        weights["retrieval_key_proj"] = m.retrieval_key_proj.weight
-    elif scoring == "learned-key":
-        weights["retrieval_keys"] = m.retrieval_keys
-    else:
-        weights["scorer0"], weights["scorer2"] = (
-            m.retrieval_scorer[0].weight,
-            m.retrieval_scorer[2].weight,
-        )
-    for name, w in weights.items():
-        fan_out, fan_in = w.shape
-        bound = math.sqrt(6 / (fan_in + fan_out)) / math.sqrt(2)
-        assert w.abs().max() <= bound, name
-        # (PyTorch's default bound 1/sqrt(fan_in) is below 0.83 of this one for these shapes)
-        assert w.abs().max() > (0.9 if w.numel() >= 256 else 0.75) * bound, name
-        if w.numel() >= 256:  # uniform on [-bound, bound]: std = bound / sqrt(3)
-            assert abs(w.std().item() / (bound / math.sqrt(3)) - 1) < 0.1, name
+# Initialisation against the official formulas: tests/test_official_parity.py
 
 
 def test_mlp_scorer_defaults_to_a_hidden_layer_of_width_ds_and_zero_stays_linear():

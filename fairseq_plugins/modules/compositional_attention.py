@@ -4,7 +4,7 @@ S searches pick, per token, a soft mixture of R retrievals:
   A_i = softmax(Q_i K_i^T / sqrt(d_h) + mask)            searches, i = 1..S
   V_j = X' W_v,j                                          retrievals, j = 1..R
   O_ij = A_i V_j                                          every pair
-  q_i = X W_rq,i / sqrt(d_s),  k_ij = O_ij W_rk           retrieval query / key
+  q_i = X W_rq,i / sqrt(d_s),  k_ij = O_ij W_rk           retrieval query / key (dot scorer)
   c_ij = softmax_j(q_i . k_ij)                            value scores
   out = concat_i(sum_j c_ij O_ij) W_o
 
@@ -14,21 +14,33 @@ The retrieval key is folded into the query, ``q_i . (O_ij W_rk + b) = O_ij . (q_
 so the (..., R, d_s) key tensor is never built. No Python loop over searches or retrievals.
 
 Options of the official implementation (official fairseq fork, ``compositional_attention.py`` and
-``compositional_attention_func.py``; not in METHOD.md section 1, see the README's Method choices):
-  scoring "mlp"           c_ij = softmax_j(MLP([O_ij ; q_i])); with no hidden layer q_i's term is
-                          the same for every j and cancels in the softmax (the official code alike),
-                          so the default MLP has one hidden ReLU layer of width d_s (the official
+``compositional_attention_func.py``; ../shared/OFFICIAL-EXTRAS.md A2-A3, the README's Method choices):
+  scoring "mlp"           c_ij = softmax_j(MLP([O_ij ; q_i])) on the unscaled q_i (only the dot
+                          scorers divide by sqrt(d_s)); with no hidden layer q_i's term is the same
+                          for every j and cancels in the softmax (the official code alike), so the
+                          default MLP has one hidden ReLU layer of width d_s (the official
                           ``nonlinear=True``); mlp_hidden=0 keeps the linear scorer.
   scoring "learned-key"   c_ij = softmax_j(q_i . key_j) with R learned keys of width d_s (the
-                          official ``_func`` module): the scores do not depend on O_ij.
-  query_from_search       q_i = (Q_i / sqrt(d_h)) W_rq / sqrt(d_s) with one Linear(d_h, d_s) shared
-                          by the searches (the official ``--q-compose``), instead of X W_rq,i.
-  gumbel                  in training, c_ij = softmax_j((l_ij + g_ij) / tau), g_ij ~ Gumbel(0, 1)
-                          i.i.d. (the official ``--gumbel``: soft, tau = 1.0 by default); plain
-                          softmax at evaluation, as issue 12 describes the official code (METHOD.md
-                          does not say; no hard / straight-through variant).
-Initialisation as the official module: Xavier-uniform with gain 1/sqrt(2) on the retrieval query
-and key projections, the learned keys and the score network's weights.
+                          official ``_func`` module with ``--qk-rule``): the scores do not depend
+                          on O_ij.
+  scoring "learned-key-mlp"  c_ij = softmax_j(MLP([q_i ; key_j])), query first, unscaled q_i (the
+                          official ``_func`` module without ``--qk-rule``; ``run_wiki.sh``'s
+                          variant). mlp_hidden=0: Linear(2 d_s, 1), a constant learned mixture
+                          softmax_j(w . key_j), independent of the input (the official alike).
+  query_from_search       q_i = (Q_i / sqrt(d_h)) W_rq with one Linear(d_h, d_s) shared by the
+                          searches (the official ``--q-compose``), instead of X W_rq,i.
+  gumbel                  c_ij = softmax_j((l_ij + g_ij) / tau), g_ij ~ Gumbel(0, 1) i.i.d. (the
+                          official ``--gumbel``: soft, tau = 1.0 by default). Ours: in training
+                          only, plain softmax at evaluation and decoding (deterministic metrics).
+                          gumbel_in_eval: noise at evaluation and generation too, fresh at every
+                          forward and decoding step, which is what the official module does.
+Initialisation as the official module (OFFICIAL-EXTRAS.md A2.4, A3.3): Xavier-uniform on the
+retrieval query projection with gain 1/sqrt(2) for the dot scorers and 1 for the MLP / linear
+scorers; gain 1/sqrt(2) on the retrieval key projection, 1 on the score networks; the learned keys
+as the official (1, 1, 1, R, d_s) tensor: std 1/sqrt(2 R d_s) (dot), 1/sqrt(R d_s) (MLP / linear).
+legacy_mlp_query_scaling: the mlp scorer's query divided by sqrt(d_s), as this plugin did before
+issue 23. An mlp module stores which in its state (buffer ``mlp_query_scaled``); a state saved
+before issue 23 has none and loads as scaled, so old checkpoints decode as they did.
 """
 
 import math
@@ -41,7 +53,10 @@ from .biased_attention import BiasedAttention, split_width
 from .numerics import at_least_float32, softmax_fp32
 from .relative_positions import build_relative_positions
 
-RETRIEVAL_SCORINGS = ("dot", "mlp", "learned-key")  # the choices of --retrieval-scoring
+# The choices of --retrieval-scoring. Dot scorers take q_i / sqrt(d_s); the others the unscaled q_i.
+RETRIEVAL_SCORINGS = ("dot", "mlp", "learned-key", "learned-key-mlp")
+DOT_SCORINGS = ("dot", "learned-key")
+LEARNED_KEY_SCORINGS = ("learned-key", "learned-key-mlp")
 
 
 class CompositionalAttention(BiasedAttention):
@@ -67,6 +82,8 @@ class CompositionalAttention(BiasedAttention):
         relative_positions=None,
         q_noise=0.0,
         qn_block_size=8,
+        gumbel_in_eval=False,
+        legacy_mlp_query_scaling=False,
     ):
         attn_dim = embed_dim if attn_dim is None else attn_dim
         search_dim = search_dim or embed_dim
@@ -91,6 +108,8 @@ class CompositionalAttention(BiasedAttention):
                 f"--retrieval-gumbel-temperature must be a finite number > 0 "
                 f"(got {gumbel_temperature})"
             )
+        if gumbel_in_eval and not gumbel:
+            raise ValueError("--retrieval-gumbel-in-eval needs --retrieval-gumbel")
         super().__init__(
             embed_dim,
             num_searches,
@@ -112,6 +131,12 @@ class CompositionalAttention(BiasedAttention):
         self.query_from_search = query_from_search
         self.gumbel = gumbel
         self.gumbel_temperature = float(gumbel_temperature)
+        self.gumbel_in_eval = gumbel_in_eval
+        # 1/sqrt(d_s) on the retrieval query: the dot scorers (the official), and the mlp scorer
+        # of models saved before issue 23 (kept in the state: see _load_from_state_dict).
+        if scoring == "mlp":
+            self.register_buffer("mlp_query_scaled", torch.tensor(bool(legacy_mlp_query_scaling)))
+        self._set_query_scaling(scoring in DOT_SCORINGS or legacy_mlp_query_scaling)
         self.build_input_projections(kdim, vdim, search_dim, attn_dim, bias=bias)
         if query_from_search:
             # One map shared by the searches, on the scaled search query Q_i / sqrt(d_h). Plain
@@ -125,16 +150,17 @@ class CompositionalAttention(BiasedAttention):
         # Used through their weights (folded / split, see value scores), so no quantization noise.
         if scoring == "dot":
             self.retrieval_key_proj = nn.Linear(self.value_dim, retrieval_qk_dim, bias=bias)
-        elif scoring == "learned-key":
+        if scoring in LEARNED_KEY_SCORINGS:
             self.retrieval_keys = nn.Parameter(torch.empty(num_retrievals, retrieval_qk_dim))
-        elif mlp_hidden > 0:
-            self.retrieval_scorer = nn.Sequential(
-                nn.Linear(self.value_dim + retrieval_qk_dim, mlp_hidden),
-                nn.ReLU(),
-                nn.Linear(mlp_hidden, 1),
-            )
-        else:
-            self.retrieval_scorer = nn.Linear(self.value_dim + retrieval_qk_dim, 1)
+        if scoring in ("mlp", "learned-key-mlp"):
+            # On [O_ij ; q_i] (mlp) or [q_i ; key_j] (learned-key-mlp), as the official modules.
+            inputs = retrieval_qk_dim + (self.value_dim if scoring == "mlp" else retrieval_qk_dim)
+            if mlp_hidden > 0:
+                self.retrieval_scorer = nn.Sequential(
+                    nn.Linear(inputs, mlp_hidden), nn.ReLU(), nn.Linear(mlp_hidden, 1)
+                )
+            else:
+                self.retrieval_scorer = nn.Linear(inputs, 1)
         self.out_proj = self.projection(num_searches * self.value_dim, embed_dim, bias=bias)
 
         # Analysis hooks. keep_value_scores: keep the last value scores c_ij, (B, S, T, R), in
@@ -147,20 +173,38 @@ class CompositionalAttention(BiasedAttention):
         self.reset_parameters()
 
     def reset_parameters(self):
-        """fairseq's initialisation of q/k/v/out; the retrieval query/key projections, learned keys
-        and score network weights Xavier-uniform with gain 1/sqrt(2), as the official module."""
+        """fairseq's initialisation of q/k/v/out; the retrieval parts as the official module
+        (OFFICIAL-EXTRAS.md A2.4, A3.3): Xavier-uniform, gain 1/sqrt(2) with the dot scorers and
+        1 with the MLP / linear ones on the retrieval query projection, 1/sqrt(2) on the retrieval
+        key projection, 1 on the score networks; biases keep PyTorch's default."""
         super().reset_parameters()
-        weights = [self.retrieval_query_proj.weight]
+        gain = 1 / math.sqrt(2) if self.scoring in DOT_SCORINGS else 1.0
+        nn.init.xavier_uniform_(self.retrieval_query_proj.weight, gain=gain)
         if self.scoring == "dot":
-            weights.append(self.retrieval_key_proj.weight)
-        elif self.scoring == "learned-key":
-            weights.append(self.retrieval_keys)
-        else:
-            weights += [
-                m.weight for m in self.retrieval_scorer.modules() if isinstance(m, nn.Linear)
-            ]
-        for weight in weights:
-            nn.init.xavier_uniform_(weight, gain=1 / math.sqrt(2))
+            nn.init.xavier_uniform_(self.retrieval_key_proj.weight, gain=1 / math.sqrt(2))
+        if self.scoring in LEARNED_KEY_SCORINGS:
+            # The official keys are a (1, 1, 1, R, d_s) tensor, whose Xavier fans are both R d_s:
+            # uniform with std gain / sqrt(R d_s), not the (R, d_s) matrix's sqrt(2 / (R + d_s)).
+            bound = gain * math.sqrt(3 / self.retrieval_keys.numel())
+            nn.init.uniform_(self.retrieval_keys, -bound, bound)
+        if self.scoring in ("mlp", "learned-key-mlp"):
+            for m in self.retrieval_scorer.modules():
+                if isinstance(m, nn.Linear):
+                    nn.init.xavier_uniform_(m.weight, gain=1.0)
+
+    def _set_query_scaling(self, scaled):
+        self.retrieval_query_scaling = self.retrieval_qk_dim**-0.5 if scaled else 1.0
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        """An mlp module's state without ``mlp_query_scaled`` was saved before issue 23, when the
+        mlp scorer divided its query by sqrt(d_s): it loads with that scaling. (A Python attribute
+        then, read once here, not a tensor read at every forward.)"""
+        if self.scoring == "mlp":
+            key = prefix + "mlp_query_scaled"
+            if key not in state_dict:
+                state_dict[key] = torch.tensor(True)
+            self._set_query_scaling(bool(state_dict[key]))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     @classmethod
     def from_options(cls, options, spec):
@@ -188,6 +232,7 @@ class CompositionalAttention(BiasedAttention):
             query_from_search=options.retrieval_query_from_search,
             gumbel=options.retrieval_gumbel,
             gumbel_temperature=options.retrieval_gumbel_temperature,
+            gumbel_in_eval=options.retrieval_gumbel_in_eval,
             search_dim=width,
             relative_positions=relative_positions,
             **spec.module_kwargs(),
@@ -209,24 +254,26 @@ class CompositionalAttention(BiasedAttention):
         return k.permute(1, 2, 0, 3), v
 
     def retrieval_queries(self, query):
-        """q_i = X W_rq,i / sqrt(d_s), or with query_from_search q_i = (Q_i / sqrt(d_h)) W_rq /
-        sqrt(d_s) from this forward's search queries: (B, S, Tq, d_s)."""
+        """q_i = X W_rq,i, or with query_from_search q_i = (Q_i / sqrt(d_h)) W_rq from this
+        forward's search queries; times 1/sqrt(d_s) for the dot scorers: (B, S, Tq, d_s)."""
         if self.query_from_search:
             q, self._search_queries = self._search_queries, None
             if q is None:
                 raise RuntimeError("query_from_search: no search queries from project_query")
             rq = self.retrieval_query_proj(q * self.scaling)
-            return rq * self.retrieval_qk_dim**-0.5
-        tgt_len, bsz, _ = query.shape
-        rq = self.retrieval_query_proj(query).view(
-            tgt_len, bsz, self.num_searches, self.retrieval_qk_dim
-        )
-        return rq.permute(1, 2, 0, 3) * self.retrieval_qk_dim**-0.5
+        else:
+            tgt_len, bsz, _ = query.shape
+            rq = self.retrieval_query_proj(query).view(
+                tgt_len, bsz, self.num_searches, self.retrieval_qk_dim
+            )
+            rq = rq.permute(1, 2, 0, 3)
+        return rq if self.retrieval_query_scaling == 1.0 else rq * self.retrieval_query_scaling
 
     @property
     def gumbel_active(self):
-        """Gumbel noise on the value-score logits: in training only (plain softmax at evaluation)."""
-        return self.gumbel and self.training
+        """Gumbel noise on the value-score logits: in training; at evaluation and generation too
+        with gumbel_in_eval (the official module), else a plain softmax there."""
+        return self.gumbel and (self.training or self.gumbel_in_eval)
 
     def sample_gumbel(self, logits):
         """Gumbel(0, 1) noise shaped like ``logits`` (B, S, Tq, R), in at least float32: -log(E),
@@ -254,14 +301,15 @@ class CompositionalAttention(BiasedAttention):
         return self.out_proj(out)
 
     def value_scores(self, pairs, query):
-        """c_ij = softmax_j(l_ij), or softmax_j((l_ij + g_ij) / tau) with Gumbel noise g in
-        training (--retrieval-gumbel): (B, S, Tq, R) from O_ij (B, S, Tq, R, d_v). The logits l_ij
-        of the scoring (dot, mlp, learned-key); the dot product without Gumbel noise takes the
-        fused mix_dot instead."""
+        """c_ij = softmax_j(l_ij), or softmax_j((l_ij + g_ij) / tau) with Gumbel noise g where
+        gumbel_active (--retrieval-gumbel): (B, S, Tq, R) from O_ij (B, S, Tq, R, d_v). The logits
+        l_ij of the scoring; the dot product without Gumbel noise takes the fused mix_dot
+        instead."""
         logits = {
             "dot": self.dot_logits,
             "mlp": self.mlp_logits,
             "learned-key": self.learned_key_logits,
+            "learned-key-mlp": self.learned_key_mlp_logits,
         }[self.scoring](pairs, query)
         if not self.gumbel_active:
             return softmax_fp32(logits)
@@ -278,6 +326,20 @@ class CompositionalAttention(BiasedAttention):
     def learned_key_logits(self, pairs, query):
         """l_ij = q_i . key_j with R learned keys (independent of O_ij): (B, S, Tq, R)."""
         return torch.matmul(self.retrieval_queries(query), self.retrieval_keys.t())
+
+    def learned_key_mlp_logits(self, pairs, query):
+        """l_ij = MLP([q_i ; key_j]), query first (the official ``_func`` module): (B, S, Tq, R).
+        The first layer split so that q_i and the keys are each projected once; linear (no hidden
+        layer), l_ij = w_q . q_i + w_k . key_j + b, whose softmax over j is a constant mixture."""
+        rq = self.retrieval_queries(query)
+        hidden_layer = isinstance(self.retrieval_scorer, nn.Sequential)
+        first = self.retrieval_scorer[0] if hidden_layer else self.retrieval_scorer
+        ds = self.retrieval_qk_dim
+        w_q, w_k = first.weight[:, :ds], first.weight[:, ds:]
+        hidden = F.linear(rq, w_q, first.bias).unsqueeze(-2) + F.linear(self.retrieval_keys, w_k)
+        if hidden_layer:
+            hidden = self.retrieval_scorer[2](self.retrieval_scorer[1](hidden))
+        return hidden.squeeze(-1)
 
     def mlp_logits(self, pairs, query):
         """l_ij = MLP([O_ij ; q_i]): (B, S, Tq, R). Linear (no hidden layer), q_i adds the same
