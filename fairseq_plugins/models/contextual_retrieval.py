@@ -1,0 +1,157 @@
+"""``contextual_retrieval_model``: the model of Mittal et al.'s Contextual Retrieval Task
+(../shared/CONTEXTUAL-RETRIEVAL.md section 2, the official ``model.py``), for the task of the same
+name.
+
+  h_i = W2 ReLU(W1 u_i + b1) + b2                     per-object encoder (in_dim -> d -> d)
+  a_i = Attention(h)_i, the token's own key masked     ONE layer: multi-head or compositional
+  e_i = W_e h_i + b_e                                  the extra value slot (official --concat)
+  m_i = a_i + W_oe e_i                                 = W_o [heads; e_i] + b_o, W_o split in two
+  y_i = w4 . ReLU(W3 m_i + b3) + b4                    per-object decoder (d -> d -> 1)
+
+No residual, normalisation, dropout or positions. The attention is the plugin's own module, built
+by ``attention_registry.build_attention`` (fairseq's MultiheadAttention, or CompositionalAttention
+with every scoring option), whose output projection is the heads' part of the official W_o; the
+extra value's part is W_oe (no bias: W_o's bias is the module's). The extra slot is as wide as one
+value slot (d_r = d/h, or the retrieval value width d_v / R).
+
+Where the official code differs from the plugin's modules, the default follows the official:
+the retrieval query/key width is the search head width d/S (--retrieval-qk-dim overrides), and
+every Linear is initialised with PyTorch's default (--attention-init module keeps the attention
+module's own initialisation).
+"""
+
+from dataclasses import dataclass, field, fields, make_dataclass
+from typing import Optional
+
+import torch
+import torch.nn as nn
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.models import BaseFairseqModel, register_model
+
+from fairseq_plugins.errors import PluginConfigError
+from fairseq_plugins.modules.attention_registry import AttentionSpec, build_attention
+from fairseq_plugins.modules.compositional_attention import CompositionalAttention
+from fairseq_plugins.variant_config import VariantConfig
+
+# The variant options that concern one self-attention without positions, taken over as they are
+# (every retrieval_* option, so the scoring options the plugin gains apply here too).
+SHARED_OPTIONS = ("attention_type", "num_searches", "num_retrievals", "compositional_attn_dim")
+
+
+def shared_option(name):
+    return name in SHARED_OPTIONS or (name.startswith("retrieval_") and name != "retrieval_qk_dim")
+
+
+ATTENTION_INITS = ("pytorch", "module")
+
+
+@dataclass
+class _RetrievalModelOptions(FairseqDataclass):
+    encoder_embed_dim: int = field(
+        default=64, metadata={"help": "model width d (encoder, attention, decoder)"}
+    )
+    encoder_attention_heads: int = field(
+        default=4,
+        metadata={
+            "help": "multi-head attention: heads h; compositional: the default of "
+            "--num-searches / --num-retrievals"
+        },
+    )
+    retrieval_qk_dim: Optional[int] = field(
+        default=None,
+        metadata={"help": "retrieval query/key width (default: d / S, the task's official code)"},
+    )
+    no_extra_value: bool = field(
+        default=False,
+        metadata={"help": "drop the extra value slot W_e h_i (the official code without --concat)"},
+    )
+    attention_init: ChoiceEnum(ATTENTION_INITS) = field(
+        default="pytorch",
+        metadata={
+            "help": "pytorch: every Linear with PyTorch's default (the official code); module: "
+            "the attention module's own initialisation"
+        },
+    )
+
+
+ContextualRetrievalModelConfig = make_dataclass(
+    "ContextualRetrievalModelConfig",
+    [(f.name, f.type, field(default=f.default, metadata=f.metadata))
+     for f in fields(VariantConfig) if shared_option(f.name)],
+    bases=(_RetrievalModelOptions,),
+)  # fmt: skip
+
+
+def variant_options(cfg):
+    """The VariantConfig of this model's attention: the shared options, and for compositional
+    attention d_s = d / S unless --retrieval-qk-dim is given (a width S does not divide is left to
+    the attention builder, whose error names the flags)."""
+    values = {f.name: getattr(cfg, f.name) for f in fields(VariantConfig) if shared_option(f.name)}
+    options = VariantConfig(**{k: getattr(v, "value", v) for k, v in values.items()})
+    options.validate()
+    d = cfg.encoder_embed_dim
+    searches = options.num_searches or cfg.encoder_attention_heads
+    if cfg.retrieval_qk_dim is not None:
+        options.retrieval_qk_dim = cfg.retrieval_qk_dim
+    elif searches >= 1 and d % searches == 0:
+        options.retrieval_qk_dim = d // searches
+    return options
+
+
+@register_model("contextual_retrieval_model", dataclass=ContextualRetrievalModelConfig)
+class ContextualRetrievalModel(BaseFairseqModel):
+    def __init__(self, cfg, in_dim, attention):
+        super().__init__()
+        d = cfg.encoder_embed_dim
+        self.encoder = nn.Sequential(nn.Linear(in_dim, d), nn.ReLU(), nn.Linear(d, d))
+        self.attention = attention
+        if isinstance(attention, CompositionalAttention):
+            slot = attention.value_dim
+        else:
+            slot = attention.head_dim
+        self.extra_value = None if cfg.no_extra_value else nn.Linear(d, slot)
+        self.extra_value_out = None if cfg.no_extra_value else nn.Linear(slot, d, bias=False)
+        self.decoder = nn.Sequential(nn.Linear(d, d), nn.ReLU(), nn.Linear(d, 1))
+        if cfg.attention_init == "pytorch":
+            for module in self.modules():
+                if isinstance(module, nn.Linear):
+                    module.reset_parameters()
+
+    @classmethod
+    def build_model(cls, cfg, task):
+        setting = getattr(task, "setting", None)
+        if setting is None:
+            raise PluginConfigError(
+                "--arch contextual_retrieval_model needs --task contextual_retrieval"
+            )
+        if cfg.encoder_embed_dim < 1:
+            raise PluginConfigError(
+                f"--encoder-embed-dim must be >= 1 (got {cfg.encoder_embed_dim})"
+            )
+        try:
+            options = variant_options(cfg)
+        except ValueError as error:
+            raise PluginConfigError(str(error)) from None
+        spec = AttentionSpec("encoder", cfg.encoder_embed_dim, cfg.encoder_attention_heads, 0.0)
+        return cls(cfg, setting.token_dim, build_attention(options, spec))
+
+    def attend(self, hidden):
+        """The attention layer on (B, n, d), each object's own key masked: (B, n, d)."""
+        n = hidden.size(1)
+        own = torch.eye(n, dtype=torch.bool, device=hidden.device)
+        mask = torch.zeros(n, n, dtype=hidden.dtype, device=hidden.device)
+        mask = mask.masked_fill(own, float("-inf"))
+        x = hidden.transpose(0, 1)
+        out, _ = self.attention(x, x, x, attn_mask=mask, need_weights=False)
+        return out.transpose(0, 1)
+
+    def forward(self, tokens):
+        """tokens (B, n, in_dim) -> predictions (B, n)."""
+        hidden = self.encoder(tokens)
+        mixed = self.attend(hidden)
+        if self.extra_value is not None:
+            mixed = mixed + self.extra_value_out(self.extra_value(hidden))
+        return self.decoder(mixed).squeeze(-1)
+
+    def max_positions(self):
+        return None
