@@ -15,6 +15,14 @@ refreshes the per-category COGS CSV (task `cogs` from the seq2seq runs' accuracy
 `cogs-tagging` from the tagging runs' pred/gen.scores.json; rows of runs no longer on disk are
 kept). --doc - prints the generated block instead.
 
+--budget paper renders the paper-budget grid instead (scripts/compgen-grid.sh --budget paper,
+docs/compgen-paper.csv, work/compgen-paper) into its own block of the same document (markers
+`<!-- BEGIN GENERATED PAPER BUDGET ... -->`) and docs/compgen-paper.png: the final checkpoint's
+accuracy (the paper's protocol) with the best-by-valid checkpoint's beside it and the paper's
+value in every cell, the COGS-tagging models against Table 5, the compositional rows against
+rel2-eb-c paired by seed (mean difference, 95% t-interval, paired t-test), per-category COGS
+tagging accuracy of the final checkpoints, and every run with its wall and CPU time.
+
 The tagging column follows the TAGGING table of scripts/compgen-grid.sh: a row whose entry is
 `=OTHER` (rel2-eb, rel2-eb-c: rel-eb's encoder) shows OTHER's tagging result, footnoted.
 """
@@ -121,6 +129,8 @@ def read_csv(path):
             r["accuracy"] = float(r["accuracy"])
             r["wall_seconds"] = float(r["wall_seconds"] or 0)
             r["cpu_seconds"] = float(r.get("cpu_seconds") or "nan")
+            for k in ("accuracy_best", "accuracy_last"):  # paper budget only; else absent/empty
+                r[k] = float(r[k]) if r.get(k) else None
         except (KeyError, ValueError):
             raise ReportError(f"{path}:{n}: bad accuracy or wall_seconds") from None
     return rows
@@ -528,20 +538,419 @@ def generated(rows, stats, cat_rows):
     return "\n".join(parts)
 
 
+# The paper-budget grid (scripts/compgen-grid.sh --budget paper, issue 21).
+PAPER_BEGIN = (
+    "<!-- BEGIN GENERATED PAPER BUDGET (scripts/compgen-grid-report.py --budget paper; "
+    "do not edit by hand) -->"
+)
+PAPER_END = "<!-- END GENERATED PAPER BUDGET -->"
+PAPER_BUDGET_COLUMNS = [  # (task, label, epochs): the notebooks' epochs
+    ("add", "Add", 2),
+    ("addneg", "AddNeg", 10),
+    ("reverse", "Reverse", 2),
+    ("dup", "Dup", 4),
+    ("scan-length", "SCAN-l", 24),
+    ("scan-addjump", "SCAN-aj", 24),
+    ("cogs", "COGS", 16),
+]
+PAPER_BUDGET_LABELS = [(t, label) for t, label, _ in PAPER_BUDGET_COLUMNS] + [
+    (TAGGING, "COGS tag.")
+]
+PAPER_BUDGET_ROWS = [
+    ("compgen_abs", "abs"),
+    ("compgen_rel2_eb_c", "rel2-eb-c (= small-2)"),
+    ("compgen_comp_rel2_eb_c", "comp-rel2-eb-c (new)"),
+    ("compgen_comp_rel2_eb_cs", "comp-rel2-eb-cs (new, shared)"),
+]
+PAPER_TAGGING_ROWS = [  # (row, label, Table 5 value or None)
+    ("cogs_tagging_tuned", "tuned (rel-eb small-2s, attention parent head)", PAPER_TAGGING_TUNED),
+    ("cogs_tagging_base", "base (abs small-2, absolute parent head)", PAPER_TAGGING["compgen_abs"]),
+    ("cogs_tagging_tuned_comp", "tuned + compositional attention (S = R = 4; new)", None),
+]
+PAPER_BASELINES = {  # compared row -> its baseline (one factor apart: the attention)
+    "compgen_comp_rel2_eb_c": "compgen_rel2_eb_c",
+    "compgen_comp_rel2_eb_cs": "compgen_rel2_eb_c",
+    "cogs_tagging_tuned_comp": "cogs_tagging_tuned",
+}
+
+
+def _mean_std(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return (
+        statistics.fmean(values),
+        statistics.stdev(values) if len(values) > 1 else 0.0,
+        len(values),
+    )
+
+
+def _ms_text(st, digits=3):
+    if st is None:
+        return "–"
+    mean, std, n = st
+    return f"{mean:.{digits}f} ± {std:.{digits}f} ({n})" if n > 1 else f"{mean:.{digits}f} (1)"
+
+
+def _by_cell(rows):
+    cells = {}
+    for r in rows:
+        cells.setdefault((r["preset"], r["task"]), {})[r["seed"]] = r
+    return cells
+
+
+def paper_budget_table(rows):
+    """Rows x the paper-budget columns: final checkpoint mean ± std (runs), best-by-valid mean,
+    the paper's value."""
+    cells = _by_cell(rows)
+    head = ["row (preset)"] + [f"{label} ({e} ep.)" for _, label, e in PAPER_BUDGET_COLUMNS]
+    table = []
+    for preset, name in PAPER_BUDGET_ROWS:
+        line = [f"{name}<br>`{preset}`"]
+        for task, _, _ in PAPER_BUDGET_COLUMNS:
+            runs = list(cells.get((preset, task), {}).values())
+            final = _mean_std([r["accuracy"] for r in runs])
+            best = _mean_std([r["accuracy_best"] for r in runs])
+            text = _ms_text(final)
+            if best is not None:
+                text += f"<br>best-valid {best[0]:.3f}"
+            pv = paper_value(preset, task)
+            text += f"<br>*paper {pv:.3f}*" if pv is not None else "<br>*paper –*"
+            line.append(text)
+        table.append(line)
+    return markdown_table(head, table)
+
+
+def paper_tagging_table(rows):
+    cells = _by_cell(rows)
+    head = [
+        "tagging model (row)",
+        "final checkpoint",
+        "best-by-valid checkpoint",
+        "paper (Table 5)",
+        "final − paper",
+        "seeds (final)",
+    ]
+    table = []
+    for row, name, pv in PAPER_TAGGING_ROWS:
+        runs = sorted(cells.get((row, TAGGING), {}).values(), key=lambda r: int(r["seed"]))
+        final = _mean_std([r["accuracy"] for r in runs])
+        best = _mean_std([r["accuracy_best"] for r in runs])
+        diff = "–" if final is None or pv is None else f"{final[0] - pv:+.3f}"
+        seeds = ", ".join(f"{r['accuracy']:.3f}" for r in runs) or "–"
+        table.append(
+            [
+                f"{name}<br>`{row}`",
+                _ms_text(final),
+                _ms_text(best),
+                "–" if pv is None else f"{pv:.3f}",
+                diff,
+                seeds,
+            ]
+        )
+    return markdown_table(head, table)
+
+
+def paired_comparison(rows):
+    """Each compared row against its baseline on every column both have runs of, paired by seed
+    (only seeds both have): mean difference of the final checkpoints, 95% t-interval, paired
+    t-test p, and the CPU-time ratio."""
+    from scipy import stats as sps
+
+    cells = _by_cell(rows)
+    labels = dict(PAPER_BUDGET_LABELS)
+    table = []
+    for comp, base in PAPER_BASELINES.items():
+        tasks = [t for t in labels if (comp, t) in cells and (base, t) in cells]
+        for task in tasks:
+            seeds = sorted(set(cells[comp, task]) & set(cells[base, task]), key=int)
+            if not seeds:
+                continue
+            a = [cells[comp, task][s]["accuracy"] for s in seeds]
+            b = [cells[base, task][s]["accuracy"] for s in seeds]
+            d = [x - y for x, y in zip(a, b)]
+            mean = statistics.fmean(d)
+            if len(d) > 1 and statistics.stdev(d) > 0:
+                sd = statistics.stdev(d)
+                half = sps.t.ppf(0.975, len(d) - 1) * sd / len(d) ** 0.5
+                ci = f"[{mean - half:+.3f}, {mean + half:+.3f}]"
+                p = f"{sps.ttest_rel(a, b).pvalue:.3f}"
+                verdict = (
+                    ("helps" if mean > 0 else "hurts")
+                    if mean - half > 0 or mean + half < 0
+                    else "cannot tell"
+                )
+            else:
+                ci, p, verdict = (
+                    "–",
+                    "–",
+                    "cannot tell"
+                    if len(d) < 2
+                    else ("helps" if mean > 0 else "hurts" if mean < 0 else "equal"),
+                )
+            ca = [cells[comp, task][s]["cpu_seconds"] for s in seeds]
+            cb = [cells[base, task][s]["cpu_seconds"] for s in seeds]
+            ratio = (
+                statistics.fmean(ca) / statistics.fmean(cb)
+                if all(x == x for x in ca + cb)
+                else None
+            )
+            table.append(
+                [
+                    labels[task],
+                    f"`{comp}` − `{base}`",
+                    len(d),
+                    f"{statistics.fmean(a):.3f}",
+                    f"{statistics.fmean(b):.3f}",
+                    f"{mean:+.3f}",
+                    ci,
+                    p,
+                    verdict,
+                    "–" if ratio is None else f"{ratio:.2f}x",
+                ]
+            )
+    if not table:
+        return "No column has runs of both a compositional row and its baseline yet.\n"
+    head = [
+        "column",
+        "pair",
+        "seeds",
+        "compositional",
+        "baseline",
+        "mean Δ",
+        "95% CI (t)",
+        "paired t p",
+        "reading",
+        "CPU ratio",
+    ]
+    return markdown_table(head, table)
+
+
+def paper_category_table(rows, tagging_runs_dir):
+    """Per-category COGS tagging accuracy (official metric) of the final checkpoints."""
+    acc, n = {}, {}
+    for r in rows:
+        if r["task"] != TAGGING or tagging_runs_dir is None:
+            continue
+        f = Path(tagging_runs_dir, r["preset"], f"seed{r['seed']}", "pred-last", "gen.scores.json")
+        if not f.is_file():
+            continue
+        n.setdefault(r["preset"], set()).add(r["seed"])
+        for cat, c in json.loads(f.read_text()).get("categories", {}).items():
+            acc.setdefault((cat, r["preset"]), []).append(c["accuracy"])
+    if not acc:
+        return "No tagging run's final-checkpoint scores on disk.\n"
+    presets = [p for p, _, _ in PAPER_TAGGING_ROWS if p in n]
+    cats = sorted({c for c, _ in acc})
+    table = [
+        [c] + [f"{statistics.fmean(acc[c, p]):.3f}" if (c, p) in acc else "–" for p in presets]
+        for c in cats
+    ]
+    return markdown_table(["COGS gen category"] + [f"`{p}` ({len(n[p])})" for p in presets], table)
+
+
+def paper_wall_table(rows):
+    head = "seed|task|preset|updates|final|best-valid|wall s|CPU s|finished".split("|")
+    cells = [
+        [
+            r["seed"],
+            r["task"],
+            r["preset"],
+            r["updates"],
+            f"{r['accuracy']:.4f}",
+            "–" if r["accuracy_best"] is None else f"{r['accuracy_best']:.4f}",
+            f"{r['wall_seconds']:.0f}",
+            "–" if r["cpu_seconds"] != r["cpu_seconds"] else format(r["cpu_seconds"], ".0f"),
+            r["date"],
+        ]
+        for r in rows
+    ]
+    return markdown_table(head, cells)
+
+
+def paper_chart(rows, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = _by_cell(rows)
+    cols = [(t, label) for t, label in PAPER_BUDGET_LABELS]
+    series = [(p, n) for p, n in PAPER_BUDGET_ROWS] + [
+        (p, n.split(" (")[0]) for p, n, _ in PAPER_TAGGING_ROWS
+    ]
+    series = [(p, n) for p, n in series if any((p, t) in cells for t, _ in cols)]
+    if not series:
+        return
+    fig, ax = plt.subplots(figsize=(12, 5))
+    width = 0.8 / len(series)
+    for i, (p, name) in enumerate(series):
+        xs, ys, es, bs, pv = [], [], [], [], []
+        for j, (t, _) in enumerate(cols):
+            runs = list(cells.get((p, t), {}).values())
+            if not runs:
+                continue
+            x = j - 0.4 + width * (i + 0.5)
+            st = _mean_std([r["accuracy"] for r in runs])
+            xs.append(x), ys.append(st[0]), es.append(st[1])
+            best = _mean_std([r["accuracy_best"] for r in runs])
+            bs.append((x, best[0] if best else None))
+            v = (
+                PAPER_TAGGING.get("compgen_abs")
+                if p == "cogs_tagging_base"
+                else (PAPER_TAGGING_TUNED if p == "cogs_tagging_tuned" else paper_value(p, t))
+            )
+            pv.append((x, v))
+        ax.bar(xs, ys, width, yerr=es, capsize=2, label=name)
+        ax.scatter(
+            [x for x, b in bs if b is not None],
+            [b for _, b in bs if b is not None],
+            marker="o",
+            facecolors="none",
+            edgecolors="dimgray",
+            s=18,
+            zorder=3,
+        )
+        ax.scatter(
+            [x for x, v in pv if v is not None],
+            [v for _, v in pv if v is not None],
+            marker="_",
+            s=140,
+            color="black",
+            zorder=4,
+        )
+    ax.scatter([], [], marker="_", s=140, color="black", label="paper")
+    ax.scatter(
+        [],
+        [],
+        marker="o",
+        facecolors="none",
+        edgecolors="dimgray",
+        s=18,
+        label="best-by-valid checkpoint (mean)",
+    )
+    ax.set_xticks(range(len(cols)))
+    ax.set_xticklabels([label for _, label in cols])
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("sequence accuracy, final checkpoint")
+    ax.set_title(
+        "At the authors' budgets: ours (bars: final checkpoint, mean ± std over seeds) "
+        "vs the paper (black marks)",
+        fontsize=10,
+    )
+    ax.legend(fontsize="small", ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.08))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def grid_variable(name):
+    """The value of the bash assignment NAME="..." of scripts/compgen-grid.sh."""
+    text = (ROOT / "scripts" / "compgen-grid.sh").read_text()
+    return text.split(f'\n{name}="', 1)[1].split('"', 1)[0]
+
+
+def paper_plan_total():
+    """Cells of the paper-budget plan (PAPER_ROWS x PAPER_COLUMNS of compgen-grid.sh, each row
+    only on its listed columns, times its seeds)."""
+    seq2seq = grid_variable("SEQ2SEQ_COLUMNS")
+    tasks = [c.split("|")[0] for c in grid_array("PAPER_COLUMNS")]
+    total = 0
+    for row in grid_array("PAPER_ROWS"):
+        _, seeds, _, only = row.split("|")
+        only = only.replace("$SEQ2SEQ_COLUMNS", seq2seq).split()
+        total += int(seeds) * sum(1 for t in tasks if not only or t in only)
+    return total
+
+
+def paper_generated(rows, tagging_runs_dir):
+    cpu = [r["cpu_seconds"] for r in rows if r["cpu_seconds"] == r["cpu_seconds"]]
+    wall = sum(r["wall_seconds"] for r in rows)
+    parts = [
+        PAPER_BEGIN,
+        "",
+        "### Paper budget: sequence accuracy on the generalisation splits (ours vs paper)",
+        "",
+        paper_budget_table(rows),
+        "Cells: the FINAL checkpoint's accuracy, mean ± sample std over seeds (runs), the "
+        "paper's protocol; *best-valid* = the mean of the best-by-valid checkpoints of the same "
+        "runs; *paper* = Ontañón et al.'s value for the row (– for our compositional rows). "
+        "`–` = not run yet.",
+        "",
+        f"Runs recorded: {len(rows)} of {paper_plan_total()} planned; wall {wall / 3600:.2f} h, "
+        f"CPU {sum(cpu) / 3600:.2f} h (one thread per run).",
+        "",
+        "### Paper budget: COGS as sequence tagging (official metric, whole gen split)",
+        "",
+        paper_tagging_table(rows),
+        "### Paper budget: compositional attention against its one-factor baseline, paired by seed",
+        "",
+        "Δ = compositional − baseline on the final checkpoints of the same seeds; 95% CI from the "
+        "t distribution over the seed differences; p = paired t-test. *helps* / *hurts* only "
+        "where the interval excludes 0; otherwise *cannot tell* at this many seeds. CPU ratio = "
+        "mean CPU seconds per run, compositional over baseline.",
+        "",
+        paired_comparison(rows),
+        "### Paper budget: COGS tagging per generalisation category (final checkpoints)",
+        "",
+        paper_category_table(rows, tagging_runs_dir),
+        "### Paper budget: every run",
+        "",
+        paper_wall_table(rows),
+        PAPER_END,
+    ]
+    return "\n".join(parts)
+
+
+def write_block(doc_path, begin, end, block):
+    doc = Path(doc_path)
+    text = doc.read_text() if doc.is_file() else ""
+    if begin not in text or end not in text:
+        raise ReportError(f"{doc}: no generated-block markers ({begin} ... {end})")
+    head, rest = text.split(begin, 1)
+    doc.write_text(head + block + rest.split(end, 1)[1])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--csv", default=str(ROOT / "docs" / "compgen-grid.csv"))
+    ap.add_argument("--budget", choices=("short", "paper"), default="short")
+    ap.add_argument("--csv", help="default docs/compgen-grid.csv (paper: docs/compgen-paper.csv)")
     ap.add_argument("--doc", default=str(ROOT / "docs" / "compgen-results.md"))
-    ap.add_argument("--png", default=str(ROOT / "docs" / "compgen-results.png"))
-    ap.add_argument("--runs", default=str(ROOT / "work" / "compgen-grid" / "runs"))
     ap.add_argument(
-        "--tagging-runs", default=str(ROOT / "work" / "compgen-grid" / "cogs-tagging" / "runs")
+        "--png", help="default docs/compgen-results.png (paper: docs/compgen-paper.png)"
+    )
+    ap.add_argument(
+        "--runs", help="default work/compgen-grid/runs (paper: work/compgen-paper/runs)"
+    )
+    ap.add_argument(
+        "--tagging-runs",
+        help="default work/compgen-grid/cogs-tagging/runs (paper: "
+        "work/compgen-paper/cogs-tagging/runs)",
     )
     ap.add_argument("--categories", default=str(ROOT / "docs" / "compgen-grid-cogs-categories.csv"))
     args = ap.parse_args(argv)
+    name = {
+        "short": ("compgen-grid", "compgen-results"),
+        "paper": ("compgen-paper", "compgen-paper"),
+    }
+    grid, png = name[args.budget]
+    args.csv = args.csv or str(ROOT / "docs" / f"{grid}.csv")
+    args.png = args.png if args.png is not None else str(ROOT / "docs" / f"{png}.png")
+    args.runs = args.runs or str(ROOT / "work" / grid / "runs")
+    args.tagging_runs = args.tagging_runs or str(ROOT / "work" / grid / "cogs-tagging" / "runs")
     rows = read_csv(args.csv)
+    if args.budget == "paper":
+        tagging_runs = args.tagging_runs if Path(args.tagging_runs).is_dir() else None
+        block = paper_generated(rows, tagging_runs)
+        if args.doc == "-":
+            print(block)
+        else:
+            write_block(args.doc, PAPER_BEGIN, PAPER_END, block)
+        if args.png:
+            paper_chart(rows, args.png)
+        return
     stats = summarize(rows)
     runs = args.runs if Path(args.runs).is_dir() else None
     tagging_runs = args.tagging_runs if Path(args.tagging_runs).is_dir() else None

@@ -501,8 +501,13 @@ def test_grid_row_run_records_one_grid_line_and_resumes(cogs_data, tmp_path):
     gen = json.loads((run_dir / "pred" / "gen.scores.json").read_text())
     assert list(row) == (
         "preset,task,seed,updates,accuracy,wall_seconds,date,split,n_test,n_train,beam,"
-        "extra_args,threads,cpu_seconds"
+        "extra_args,threads,cpu_seconds,checkpoint,accuracy_best,accuracy_last"
     ).split(",")
+    assert (row["checkpoint"], row["accuracy_best"], row["accuracy_last"]) == (
+        "best",
+        row["accuracy"],
+        "",
+    )
     assert [row[k] for k in ("preset", "task", "seed", "updates", "split", "n_test")] == [
         "compgen_abs",
         "cogs-tagging",
@@ -532,3 +537,40 @@ def test_grid_row_run_records_one_grid_line_and_resumes(cogs_data, tmp_path):
     assert "resuming from" in resumed.stderr
     assert "Loaded checkpoint" in (run_dir / "train.log").read_text()
     assert rows(third)[0]["updates"] == "6"
+
+
+@pytest.mark.slow
+def test_paper_budget_epochs_and_final_checkpoint(cogs_data, tmp_path):
+    """--epochs N trains N * floor(n_train / 64) updates; --report-checkpoint last evaluates the
+    final checkpoint too and records it as the accuracy, the best one beside it."""
+    import csv
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for name, n in (("train", 200), ("dev", 20), ("test", 20), ("gen", 20)):
+        src = cogs_data / ("test.tsv" if name == "gen" else f"{name}.tsv")
+        lines = src.read_text().splitlines()[:n]
+        (raw / f"{name}.tsv").write_text("\n".join(lines) + "\n")
+    out, results = tmp_path / "out", tmp_path / "r.csv"
+    opts = ["--cpu", *TINY, "--validate-interval-updates", "3", "--log-interval", "1"]
+    proc = run(
+        ["bash", ROOT / "scripts" / "cogs-tagging-run.sh", "cogs_tagging_base", "--grid-row", "x"]
+        + ["--epochs", "2", "--report-checkpoint", "last", "--raw-dir", raw, "--out", out]
+        + ["--csv", results, "--", *opts]
+    )
+    (row,) = list(csv.DictReader(results.open()))
+    assert row["updates"] == str(2 * (200 // 64)) == "6"
+    run_dir = out / "runs" / "x" / "seed1"
+    best = json.loads((run_dir / "pred" / "gen.scores.json").read_text())["accuracy"]
+    last = json.loads((run_dir / "pred-last" / "gen.scores.json").read_text())["accuracy"]
+    assert row["checkpoint"] == "last"
+    assert float(row["accuracy"]) == float(row["accuracy_last"]) == round(last, 6)
+    assert float(row["accuracy_best"]) == round(best, 6)
+    assert "best checkpoint, gen:" in proc.stderr and "last checkpoint, gen:" in proc.stderr
+    bad = run(
+        ["bash", ROOT / "scripts" / "cogs-tagging-run.sh", "--report-checkpoint", "middle"],
+        check=False,
+    )
+    assert bad.returncode == 2 and bad.stderr.strip() == (
+        "cogs-tagging-run.sh: --report-checkpoint middle: choose best or last"
+    )

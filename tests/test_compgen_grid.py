@@ -332,3 +332,106 @@ def test_comparison_with_rel2_eb_c():
     assert cells["SCAN-aj"][2] == "-0.002"  # beyond a zero spread, but below 0.01: unmarked
     # the mean leaves out COGS tag.: (0.30 - 0.20 - 0.002) / 3
     assert cells["mean Δ over the seq2seq columns"][2] == "+0.033 (3 columns)"
+
+
+def test_paper_budget_plan_blocks_and_commands(tmp_path):
+    """--budget paper: the authors' epochs per column, the issue's blocks in order (all seeds of
+    a block before the next), the final checkpoint reported; the short grid is unchanged."""
+    proc = run(["bash", GRID, "--budget", "paper", "--list", "--out", tmp_path], env=ENV)
+    cells = [line.split() for line in proc.stdout.splitlines() if line.startswith("  todo ")]
+    assert len(cells) == load_report().paper_plan_total() == 3 * 5 + 4 * 3 * 7 == 99
+    tasks = [c[3] for c in cells]
+    blocks = [
+        ["cogs-tagging"],
+        ["add", "reverse"],
+        ["cogs", "dup"],
+        ["scan-length", "scan-addjump"],
+        ["addneg"],
+    ]
+    sizes = [15, 24, 24, 24, 12]
+    start = 0
+    for block, size in zip(blocks, sizes):
+        assert set(tasks[start : start + size]) == set(block)
+        seeds = [int(c[2]) for c in cells[start : start + size]]
+        assert seeds == sorted(seeds)  # seed rounds within the block
+        start += size
+    rows = {c[4] for c in cells if c[3] == "add"}
+    assert rows == {
+        "compgen_abs",
+        "compgen_rel2_eb_c",
+        "compgen_comp_rel2_eb_c",
+        "compgen_comp_rel2_eb_cs",
+    }
+    dry = run(
+        ["bash", GRID, "--budget", "paper", "--dry-run", "--out", tmp_path / "o"]
+        + ["--csv", tmp_path / "p.csv"],
+        env=ENV,
+    ).stdout.splitlines()
+    assert len(dry) == 99
+    first_add = next(x for x in dry if "compgen-run.sh compgen_abs add " in x)
+    assert "--epochs 2 --warmup 4000 --report-checkpoint last --valid 256" in first_add
+    comp_tag = next(x for x in dry if "--grid-row cogs_tagging_tuned_comp --seed 5 " in x)
+    assert " cogs_tagging_tuned " in comp_tag and "--epochs 16 --warmup 4000" in comp_tag
+    assert comp_tag.endswith("--attention-type compositional --num-searches 4 --num-retrievals 4")
+    assert not any("--max-update" in x for x in dry)
+    bad = run(["bash", GRID, "--budget", "huge", "--list"], env=ENV, check=False)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "compgen-grid.sh: --budget huge: choose short or paper"
+
+
+PAPER_HEADER = (
+    "preset,task,seed,updates,accuracy,wall_seconds,date,split,n_test,n_train,beam,extra_args,"
+    "threads,cpu_seconds,checkpoint,accuracy_best,accuracy_last"
+).split(",")
+
+
+def test_paper_budget_report(tmp_path):
+    """The paper-budget block: final and best-by-valid means with the paper's value, the tagging
+    models against Table 5, the compositional rows paired by seed with a t-interval."""
+    results = tmp_path / "p.csv"
+    rows = []
+    for seed, base, comp in (("1", 0.5, 0.7), ("2", 0.6, 0.8), ("3", 0.4, 0.7)):
+        for preset, acc in (("compgen_rel2_eb_c", base), ("compgen_comp_rel2_eb_c", comp)):
+            cpu = "100" if preset == "compgen_rel2_eb_c" else "150"
+            rows.append([preset, "reverse", seed, "6250", acc, "9", "d", "test", "1024", "200000"])
+            rows[-1] += ["1", "", "1", cpu, "last", acc - 0.1, acc]
+    for seed, acc in (("1", 0.75), ("2", 0.79)):
+        rows.append(["cogs_tagging_tuned", "cogs-tagging", seed, "6032", acc, "9", "d", "gen"])
+        rows[-1] += ["21000", "24155", "", "--arch cogs_tagging_tuned", "1", "50", "last", 0.7, acc]
+    with results.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(PAPER_HEADER)
+        w.writerows(rows)
+    pred = tmp_path / "tag" / "cogs_tagging_tuned" / "seed1" / "pred-last"
+    pred.mkdir(parents=True)
+    (pred / "gen.scores.json").write_text(
+        json.dumps({"categories": {"pp_recursion": {"accuracy": 0.25}}})
+    )
+    doc = tmp_path / "doc.md"
+    report = load_report()
+    doc.write_text(f"head\n{report.PAPER_BEGIN}\nold\n{report.PAPER_END}\ntail\n")
+    png = tmp_path / "p.png"
+    report.main(
+        ["--budget", "paper", "--csv", str(results), "--doc", str(doc), "--png", str(png)]
+        + ["--tagging-runs", str(tmp_path / "tag")]
+    )
+    text = doc.read_text()
+    assert text.startswith("head\n") and text.endswith("tail\n") and "\nold\n" not in text
+    table = text.split("### Paper budget: sequence accuracy")[1].split("\n\n")[1]
+    rel2 = next(line for line in table.splitlines() if "`compgen_rel2_eb_c`" in line)
+    cells = rel2.split(" | ")
+    assert cells[3] == "0.500 ± 0.100 (3)<br>best-valid 0.400<br>*paper 0.540*"  # Reverse
+    assert cells[1] == "–<br>*paper 0.977*"  # Add: not run
+    # Paired by seed: differences 0.2, 0.2, 0.3 -> mean 0.233, t-interval excludes 0.
+    cmp_line = next(
+        line for line in text.splitlines() if line.startswith("| Reverse | `compgen_comp")
+    )
+    parts = [c.strip() for c in cmp_line.strip("|").split("|")]
+    assert parts[2:6] == ["3", "0.733", "0.500", "+0.233"]
+    lo, hi = (float(x) for x in parts[6].strip("[]").split(", "))
+    assert 0 < lo < 0.233 < hi and parts[8] == "helps" and parts[9] == "1.50x"
+    tag_line = next(line for line in text.splitlines() if "`cogs_tagging_tuned`" in line)
+    assert "0.770 ± 0.028 (2)" in tag_line and "0.784" in tag_line and "-0.014" in tag_line
+    assert "| pp_recursion | 0.250 |" in text
+    assert "Runs recorded: 8 of 99 planned" in text
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -25,6 +25,8 @@ def test_help_and_bad_flags(tmp_path):
         ([PRESET, "reverse", "--seeds", "0"], "--seeds"),
         ([PRESET, "reverse", "--max-update"], "--max-update needs a value"),
         ([PRESET, "reverse", "--raw-dir", tmp_path / "none"], "--raw-dir"),
+        ([PRESET, "reverse", "--epochs", "0"], "--epochs 0: not a positive integer"),
+        ([PRESET, "reverse", "--report-checkpoint", "mid"], "choose best or last"),
     ):
         proc = run(["bash", RUN, *args], env=ENV, check=False)
         assert proc.returncode != 0
@@ -87,6 +89,41 @@ def test_tiny_reverse_run_appends_a_scored_row(tmp_path):
     assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
+def test_epochs_and_the_final_checkpoint(tmp_path):
+    """The paper-budget options: --epochs N is N * floor(n_train / 64) updates; with
+    --report-checkpoint last both checkpoints are decoded and the final one is the accuracy."""
+    out, results = tmp_path / "out", tmp_path / "results.csv"
+    # A CSV written before the newer columns (threads onwards): its header gains them, empty.
+    old_header = "preset,task,seed,updates,accuracy,wall_seconds,date,split,n_test,n_train,beam"
+    results.write_text(f"{old_header},extra_args\nx,add,1,9,0.5,1,d,test,1,1,1,\n")
+    proc = run(
+        ["bash", RUN, "compgen_abs", "reverse", "--small", "--epochs", "1"]
+        + ["--report-checkpoint", "last", "--out", out, "--csv", results, "--", "--cpu"]
+        + ["--validate-interval-updates", "5"],
+        env=ENV,
+    )
+    old, row = list(csv.DictReader(results.open()))
+    assert old["preset"] == "x" and old["threads"] == old["checkpoint"] == ""
+    assert list(row)[-6:] == [
+        "extra_args",
+        "threads",
+        "cpu_seconds",
+        "checkpoint",
+        "accuracy_best",
+        "accuracy_last",
+    ]
+    assert row["updates"] == str(1000 // 64) == "15"
+    run_dir = out / "runs" / "compgen_abs" / "reverse-small" / "seed1"
+    best = json.loads((run_dir / "accuracy.json").read_text())["accuracy"]
+    last = json.loads((run_dir / "accuracy-last.json").read_text())["accuracy"]
+    assert row["checkpoint"] == "last"
+    assert float(row["accuracy"]) == float(row["accuracy_last"]) == pytest.approx(last, abs=1e-6)
+    assert float(row["accuracy_best"]) == pytest.approx(best, abs=1e-6)
+    assert (run_dir / "generate-last.out").read_text().count("\nH-") == 100
+    assert "(last checkpoint)" in proc.stderr
+
+
 def test_table_mean_std_order_and_mixed_sizes(tmp_path):
     path = tmp_path / "r.csv"
     head = (
@@ -141,11 +178,3 @@ def test_resume_skips_recorded_and_only_evaluates_a_finished_training(tmp_path):
     cpu = [float(x) for x in (run_dir / "cpu.pieces").read_text().split()]
     assert len(cpu) == 2 and cpu[0] > 1  # the first piece trained (CPU of fairseq-train)
     assert float(rows[0]["cpu_seconds"]) == pytest.approx(sum(cpu), abs=0.2)
-
-
-def test_old_csv_gets_the_threads_column(tmp_path):
-    """Appending to a CSV written before the threads column rewrites its header (cheap check:
-    the writer is exercised through a recorded run in the slow tests; here only the header)."""
-    text = RUN.read_text()
-    assert '"extra_args", "threads", "cpu_seconds"]' in text
-    assert "old[0] != header[: len(old[0])]" in text
