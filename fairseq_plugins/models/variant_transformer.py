@@ -6,6 +6,7 @@ this one model. The options are parsed and checked once, in ``build_model``, and
 encoder, the decoder and through them to every layer.
 """
 
+import contextlib
 import contextvars
 
 import torch
@@ -23,6 +24,7 @@ from fairseq_plugins.errors import PluginConfigError
 from fairseq_plugins.modules.copy_generator import CopyGenerator
 from fairseq_plugins.modules.graph_encoder import build_graph_encoder_layer, run_graph_layers
 from fairseq_plugins.modules.layer_sharing import tie_parameters
+from fairseq_plugins.modules.residual_attention import share_residual_logits
 from fairseq_plugins.modules.variant_layers import (
     VariantDecoderLayer,
     VariantEncoderLayer,
@@ -38,6 +40,10 @@ class VariantTransformerEncoder(TransformerEncoderBase):
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
         if options.share_encoder_layers:
             tie_parameters(self.layers)
+        # RealFormer: one carry through the self-attentions (reset around every forward)
+        self.carries = []
+        if options.realformer:
+            self.carries = [share_residual_logits([layer.self_attn for layer in self.layers])]
 
     def build_encoder_layer(self, cfg):
         index = self._layers_built
@@ -49,12 +55,13 @@ class VariantTransformerEncoder(TransformerEncoderBase):
     def forward(
         self, src_tokens, src_lengths=None, return_all_hiddens=False, token_embeddings=None
     ):
-        if self.options.graph_encoder:
-            out = self.forward_graph(src_tokens, return_all_hiddens, token_embeddings)
-        else:
-            out = self.forward_scriptable(
-                src_tokens, src_lengths, return_all_hiddens, token_embeddings
-            )
+        with reset_carries(self.carries):
+            if self.options.graph_encoder:
+                out = self.forward_graph(src_tokens, return_all_hiddens, token_embeddings)
+            else:
+                out = self.forward_scriptable(
+                    src_tokens, src_lengths, return_all_hiddens, token_embeddings
+                )
         out["src_tokens"] = [src_tokens]  # the copy decoder scatters onto source tokens
         return out
 
@@ -97,6 +104,13 @@ class VariantTransformerDecoder(TransformerDecoderBase):
         )
         if options.share_decoder_layers:
             tie_parameters(self.layers)
+        # RealFormer: decoder self-attention and cross-attention carry separately
+        self.carries = []
+        if options.realformer:
+            self.carries = [share_residual_logits([layer.self_attn for layer in self.layers])]
+            if not no_encoder_attn:
+                cross = [layer.encoder_attn for layer in self.layers]
+                self.carries.append(share_residual_logits(cross))
         if options.copy_decoder:
             if no_encoder_attn:
                 raise PluginConfigError("--copy-decoder needs an encoder (not available for LMs)")
@@ -108,6 +122,12 @@ class VariantTransformerDecoder(TransformerDecoderBase):
 
     def build_decoder_layer(self, cfg, no_encoder_attn=False):
         return wrap_layer(VariantDecoderLayer(cfg, self.options, no_encoder_attn), cfg)
+
+    def extract_features(self, prev_output_tokens, encoder_out=None, incremental_state=None, **kw):
+        with reset_carries(self.carries):
+            return super().extract_features(
+                prev_output_tokens, encoder_out, incremental_state, **kw
+            )
 
     def forward(
         self,
@@ -140,6 +160,18 @@ class VariantTransformerDecoder(TransformerDecoderBase):
         if self.copy_generator is not None:
             return CopyGenerator.normalized_probs(net_output, log_probs)
         return super().get_normalized_probs(net_output, log_probs, sample)
+
+
+@contextlib.contextmanager
+def reset_carries(carries):
+    """RealFormer carries start empty at the first layer and are not kept past the forward."""
+    for carry in carries:
+        carry.reset()
+    try:
+        yield
+    finally:
+        for carry in carries:
+            carry.reset()
 
 
 # fairseq's build_model calls the classmethods build_encoder/build_decoder with (cfg, dictionary,

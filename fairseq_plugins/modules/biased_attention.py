@@ -107,6 +107,9 @@ class BiasedAttention(nn.Module):
         self.beam_size = 1
         self.relative_positions = relative_positions
         self.q_noise, self.qn_block_size = q_noise, qn_block_size
+        # RealFormer (--realformer): a ResidualLogits shared with the same stream's attentions of
+        # the other layers (see residual_attention.py); None: plain attention.
+        self.residual_logits = None
 
     def projection(self, in_features, out_features, bias=True):
         """nn.Linear with fairseq's quantization noise (--quant-noise-pq) when asked for."""
@@ -214,7 +217,8 @@ class BiasedAttention(nn.Module):
             incremental_state = self._set_input_buffer(incremental_state, saved)
 
         band_mask = None
-        if labels is not None and not need_weights and key_padding_mask is None:
+        carry = self.residual_logits
+        if labels is not None and not need_weights and key_padding_mask is None and carry is None:
             band_mask = self._causal_band_mask(q, v, labels, attn_mask, mask)
         if band_mask is not None:
             # CPU training of a long causal self-attention with relative positions: the band of
@@ -222,14 +226,17 @@ class BiasedAttention(nn.Module):
             attended = attend_band_split(self.relative_positions, q, k, v, band_mask, self.scaling)
             weights = None
             out = self.combine(attended, query)
-        elif need_weights or not self._use_fused_call(q, v):
+        elif need_weights or carry is not None or not self._use_fused_call(q, v):
             # Explicit path: fairseq wants the attention weights (alignment, cross-attention at
-            # generation time; SDPA does not return them), or the fused kernel is unavailable and
-            # PyTorch's fallback would do the same work with extra copies (see _use_fused_call).
+            # generation time; SDPA does not return them), RealFormer carries the logits, or the
+            # fused kernel is unavailable and PyTorch's fallback would do the same work with
+            # extra copies (see _use_fused_call).
             logits = self._masked_logits(q, k, mask)
             # The relative-position bias after the mask (it leaves masked logits masked).
             if labels is not None:
                 logits = self._add_relative_bias(logits, q, labels, attn_mask, src_len)
+            if carry is not None:
+                logits = carry.add(logits)
             weights = softmax_fp32(logits)
             out = self.weigh_and_combine(self.dropout_module(weights), v, query)
         else:

@@ -21,7 +21,7 @@ def build_multihead_attention(options, spec):
         spec.num_heads,
         options.rel_pos_bias_per_head,
     )
-    if relative_positions is None and width == spec.embed_dim:
+    if relative_positions is None and width == spec.embed_dim and not options.realformer:
         return MultiheadAttention(spec.embed_dim, spec.num_heads, **spec.module_kwargs())
     return SDPAMultiheadAttention(
         spec.embed_dim,
