@@ -8,7 +8,7 @@ usage() {
   cat <<'USAGE'
 Usage: bash scripts/demo.sh [--updates N] [--reverse-updates N] [--out DIR] [--skip-reverse]
 
-Runs on a fresh clone with no download (sets up ./.venv on first use), in two parts:
+Runs on a fresh clone with no download (sets up ./.venv on first use), in three parts:
  Part 1, the NMT pipeline on an embedded synthetic translation task (scripts/make-demo-data.py: a
    toy language pair with a lexicon, adjective/noun reordering and verb-final clauses):
    prepare (scripts/prepare-translation.sh), then the same small model (d 64, 2+2 layers, same
@@ -24,6 +24,9 @@ Runs on a fresh clone with no download (sets up ./.venv on first use), in two pa
    same small model (d 64, 2+2 layers) trained for the same updates with absolute positions
    (compgen_abs: fairseq's own layers) and with rel2-eb relative positions + copy decoder
    (compgen_rel2_eb_c), via scripts/compgen-run.sh; prints test sequence accuracy.
+ Part 3, the Contextual Retrieval Task (scripts/demo-retrieval.sh, about 2 minutes): multi-head
+   (8 heads) and compositional attention (2 searches, 4 retrievals) on the task compositional
+   attention is built for; prints their L1 side by side.
  Two cores, one thread each: stock and graph train on the first; Part 2 and then the
    compositional system on the second (in the background, its own process group).
 Outputs: DIR (default data-bin/demo), the summary in DIR/results.md.
@@ -207,6 +210,10 @@ if [[ $skip_reverse == 0 ]]; then
       printf "| %s | %s | %.3f | %.0f |\n", $1, what, $5, $6 }' "$out/reverse.csv"
   } | tee -a "$out/results.md"
 fi
+echo
+echo "== part 3. Contextual Retrieval Task: multi-head vs compositional attention (scripts/demo-retrieval.sh)"
+bash "$root/scripts/demo-retrieval.sh" --out "$out/retrieval"
+{ echo; cat "$out/retrieval/results.md"; } >> "$out/results.md"
 echo
 echo "Demo wall time: $((SECONDS / 60)) min $((SECONDS % 60)) s" | tee -a "$out/results.md"
 echo "Outputs: $out (hypotheses in generate/*/hyp.txt, checkpoints in checkpoints/ and reverse/, summary in results.md)"

@@ -10,7 +10,7 @@ curve goes to OUT/curves.csv.
   report   tables (mean +- std over seeds, parameter counts, CPU time), learning curves and the
            specialisation figure into the document between its <!-- study:begin/end --> marks
 
-Protocols: --protocol budget (default: --updates 2000 at lr 1e-3, validation every 250 updates on
+Protocols: --protocol budget (default: --updates 1500 at lr 1e-3, validation every 250 updates on
 50 batches of 256) or --protocol paper (the official: 100,000 updates, lr 1e-4, validation every
 5,000 updates on 100 batches). Batch 256 and Adam's defaults in both.
 
@@ -38,7 +38,7 @@ PROG = "study-retrieval.py"
 SETTINGS = {"2x4": (2, 4), "4x8": (4, 8), "4x16": (4, 16)}
 PROTOCOLS = {
     # updates, lr, validation interval (updates), validation batches
-    "budget": dict(updates=2000, lr="1e-3", interval=250, valid_batches=50),
+    "budget": dict(updates=1500, lr="1e-3", interval=250, valid_batches=50),
     "paper": dict(updates=100000, lr="1e-4", interval=5000, valid_batches=100),
 }
 RUN_FIELDS = [
