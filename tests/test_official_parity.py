@@ -341,3 +341,13 @@ def test_new_options_train_and_generate(demo_bin, tmp_path, extra):
     if "mlp" == extra[1]:  # saved now: the mlp query is unscaled, and the state says so
         flags = [v for k, v in state["model"].items() if k.endswith("mlp_query_scaled")]
         assert flags and not any(bool(f) for f in flags)
+
+
+def test_gumbel_in_eval_without_gumbel_is_refused_naming_the_flag():
+    from model_testing import build
+
+    with pytest.raises(ValueError, match="--retrieval-gumbel-in-eval needs --retrieval-gumbel"):
+        build(
+            ["--arch", "compgen_abs", "--attention-type", "compositional"]
+            + ["--retrieval-gumbel-in-eval"]
+        )
