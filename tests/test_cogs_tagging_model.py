@@ -186,6 +186,33 @@ def test_sentences_longer_than_the_linear_parent_head_are_refused():
         model.targets(sample)
 
 
+def test_official_init_is_the_notebooks_keras_defaults():
+    """--tagging-init official: token embeddings uniform in [-0.05, 0.05] (padding row zero), tag
+    heads Glorot-uniform with zero biases; the default keeps fairseq's normal(0, d^-0.5)."""
+    import math
+
+    task = fake_task()
+    fairseq_model, _, _ = build(["--arch", "cogs_tagging_tuned"], task)
+    official, args, _ = build(["--arch", "cogs_tagging_tuned", "--tagging-init", "official"], task)
+    assert args.tagging_init == "official"
+    emb = official.encoder.embed_tokens.weight
+    pad = official.encoder.padding_idx
+    rows = torch.cat([emb[:pad], emb[pad + 1 :]])
+    assert rows.abs().max() <= 0.05 and emb[pad].abs().max() == 0
+    assert rows.std().item() == pytest.approx(0.1 / math.sqrt(12), rel=0.5)  # uniform's std
+    d = emb.size(1)
+    fair = fairseq_model.encoder.embed_tokens.weight
+    assert torch.cat([fair[:pad], fair[pad + 1 :]]).std().item() == pytest.approx(d**-0.5, rel=0.5)
+    for row, head in official.tag_heads.items():
+        fan_in, fan_out = head.weight.size(1), head.weight.size(0)
+        bound = math.sqrt(6 / (fan_in + fan_out))
+        assert head.weight.abs().max() <= bound and head.bias.abs().max() == 0, row
+    # The encoder's own layers are initialised as with fairseq's init (same seed, same values).
+    a = dict(fairseq_model.encoder.layers.named_parameters())
+    b = dict(official.encoder.layers.named_parameters())
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
 def test_tagging_model_refuses_the_copy_decoder():
     from fairseq_plugins.errors import PluginConfigError
 
@@ -451,8 +478,15 @@ def test_grid_tagging_models_have_the_rows_encoders():
     """Every grid row's tagging model (compgen-grid.sh TAGGING) has the row's encoder, module by
     module; the rows that borrow another row's tagging run have that row's encoder too."""
     tagging, rows = grid_tagging()
-    assert set(tagging) == set(rows)
+    # The paper-budget rows are tagging models themselves (the row is the tagging --arch).
+    paper_rows = {"cogs_tagging_tuned", "cogs_tagging_base", "cogs_tagging_tuned_comp"}
+    assert set(tagging) == set(rows) | paper_rows
+    for row in paper_rows - {"cogs_tagging_tuned_comp"}:
+        assert tagging[row] == (row, "")
+    assert tagging["cogs_tagging_tuned_comp"][0] == "cogs_tagging_tuned"
     for row, (arch, extra) in tagging.items():
+        if row in paper_rows:
+            continue
         source = arch[1:] if arch.startswith("=") else row
         arch, extra = tagging[source]
         tagger, args, _ = build(["--arch", arch] + extra.split())

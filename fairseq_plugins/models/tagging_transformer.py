@@ -9,7 +9,11 @@ The official model (``cogs_tagging.ipynb``, /work/shared/OFFICIAL-ONTANON.md sec
   sqrt(d), dropout on embeddings and sublayers (fairseq's defaults, as the official);
 - role, category, noun determiner and verb name: one Linear(d, |tag vocabulary|) each, read from
   the final encoder output, no dropout;
-- parent: ``--parent-head {absolute,relative,attention}`` (``modules/parent_heads.py``).
+- parent: ``--parent-head {absolute,relative,attention}`` (``modules/parent_heads.py``);
+- ``--tagging-init official`` initialises the token embeddings and the four tag heads as the
+  notebook's Keras layers are by default (embeddings uniform in [-0.05, 0.05]; heads Glorot-uniform
+  with zero biases) instead of fairseq's (embeddings normal with std d^-0.5, 4.3 times larger at
+  d = 64; heads PyTorch's Linear default). The encoder's layers keep fairseq's initialisation.
 
 Registered as ``tagging_transformer`` (task ``cogs_tagging``, criterion ``cogs_tagging``); the
 paper's rows are architectures in ``presets_compositional_generalization.py``. The output is a
@@ -35,6 +39,8 @@ from .variant_transformer import VariantTransformerEncoder
 
 TAG_ROWS = ("role", "category", "noun_type", "verb_name")  # the rows with a tag vocabulary
 ROWS = ("parent",) + TAG_ROWS
+TAGGING_INITS = ("fairseq", "official")
+KERAS_EMBEDDING_RANGE = 0.05  # keras.layers.Embedding's default RandomUniform(-0.05, 0.05)
 
 
 @register_model("tagging_transformer")
@@ -63,6 +69,12 @@ class TaggingTransformerModel(FairseqEncoderModel):
             help="longest sentence L, sizes the absolute/relative parent heads "
             "(default: the task's data, all splits)",
         )
+        parser.add_argument(
+            "--tagging-init",
+            choices=TAGGING_INITS,
+            help="initialisation of the token embeddings and tag heads: fairseq's, or the "
+            "official notebook's Keras defaults (default fairseq)",
+        )
 
     @classmethod
     def build_model(cls, args, task):
@@ -83,6 +95,8 @@ class TaggingTransformerModel(FairseqEncoderModel):
         except ValueError as e:
             raise PluginConfigError(str(e)) from None
         heads = nn.ModuleDict({row: nn.Linear(dim, len(task.tag_dicts[row])) for row in TAG_ROWS})
+        if args.tagging_init == "official":
+            official_tagging_init(embed, heads)
         return cls(encoder, parent, heads)
 
     def forward(self, src_tokens, src_lengths=None, **kwargs):
@@ -132,11 +146,25 @@ class TaggingTransformerModel(FairseqEncoderModel):
         return self.encoder.max_positions()
 
 
+def official_tagging_init(embed, heads):
+    """The notebook's Keras defaults: Embedding uniform(-0.05, 0.05), Dense Glorot-uniform with
+    zero bias (the padding row stays zero: fairseq never reads it)."""
+    with torch.no_grad():
+        nn.init.uniform_(embed.weight, -KERAS_EMBEDDING_RANGE, KERAS_EMBEDDING_RANGE)
+        if embed.padding_idx is not None:
+            embed.weight[embed.padding_idx].zero_()
+        for head in heads.values():
+            nn.init.xavier_uniform_(head.weight)
+            nn.init.zeros_(head.bias)
+
+
 @register_model_architecture("tagging_transformer", "tagging_transformer")
 def tagging_base_architecture(args):
     if getattr(args, "parent_head", None) is None:
         args.parent_head = "absolute"
     if not hasattr(args, "tagging_longest"):
         args.tagging_longest = None
+    if getattr(args, "tagging_init", None) is None:
+        args.tagging_init = "fairseq"
     set_variant_defaults(args)
     base_architecture(args)
