@@ -135,7 +135,9 @@ class CompositionalAttention(BiasedAttention):
         # 1/sqrt(d_s) on the retrieval query: the dot scorers (the official), and the mlp scorer
         # of models saved before issue 23 (kept in the state: see _load_from_state_dict).
         if scoring == "mlp":
-            self.register_buffer("mlp_query_scaled", torch.tensor(bool(legacy_mlp_query_scaling)))
+            # An integer (1: scaled), so that fairseq's checkpoint averaging keeps it.
+            scaled = torch.tensor(int(legacy_mlp_query_scaling))
+            self.register_buffer("mlp_query_scaled", scaled)
         self._set_query_scaling(scoring in DOT_SCORINGS or legacy_mlp_query_scaling)
         self.build_input_projections(kdim, vdim, search_dim, attn_dim, bias=bias)
         if query_from_search:
@@ -202,7 +204,7 @@ class CompositionalAttention(BiasedAttention):
         if self.scoring == "mlp":
             key = prefix + "mlp_query_scaled"
             if key not in state_dict:
-                state_dict[key] = torch.tensor(True)
+                state_dict[key] = torch.tensor(1)
             self._set_query_scaling(bool(state_dict[key]))
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
