@@ -351,3 +351,24 @@ def test_gumbel_in_eval_without_gumbel_is_refused_naming_the_flag():
             ["--arch", "compgen_abs", "--attention-type", "compositional"]
             + ["--retrieval-gumbel-in-eval"]
         )
+
+
+def test_gumbel_in_eval_reaches_every_attention_of_a_model():
+    """Through the model options: in evaluation mode every compositional attention keeps its
+    noise, so two passes differ; without the option they are identical."""
+    from model_testing import build
+    from test_variant_models import TINY, batch, full_log_probs
+
+    base = ["--arch", "variant_transformer", "--attention-type", "compositional"]
+    base += ["--num-retrievals", "2", "--retrieval-qk-dim", "8", "--retrieval-gumbel"]
+    src, lengths, tgt = batch()
+    for in_eval in (False, True):
+        torch.manual_seed(0)
+        model, _ = build(base + TINY + (["--retrieval-gumbel-in-eval"] if in_eval else []))
+        model = randomize(model, std=0.2).eval()
+        attentions = [m for m in model.modules() if isinstance(m, CompositionalAttention)]
+        assert len(attentions) == 3 + 2 + 2 and all(a.gumbel_in_eval == in_eval for a in attentions)
+        with torch.no_grad():
+            first = full_log_probs(model, src, lengths, tgt)
+            second = full_log_probs(model, src, lengths, tgt)
+        assert torch.equal(first, second) != in_eval
