@@ -89,6 +89,48 @@ def train_then_generate(data, save, train_args, generate_args, updates):
     return gen, hypotheses(gen.stdout)
 
 
+# A number standing alone in a line of fairseq's output (a score, a log-probability, an id),
+# not the digits inside a word such as "a9" or "n26".
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
+
+
+def _printed_unit(text):
+    """One unit in the last printed place of a decimal number ("-4.1506" -> 1e-4), 0 for an
+    integer or exponent form (only the relative tolerance applies there)."""
+    if "." not in text or "e" in text.lower():
+        return 0.0
+    return 10.0 ** -len(text.split(".")[1])
+
+
+def lines_match(actual, expected, rel=1e-5):
+    """None if the lines ACTUAL equal EXPECTED (recorded, maybe on another machine) with every
+    word and integer exact and every decimal number within ``rel`` relative, plus one unit in
+    its last printed place (a rounded print may flip there); else a message naming the first
+    difference. Floats legitimately differ in their last bits between CPU kernels (AVX2 vs
+    AVX-512), BLAS builds, thread counts and GPUs; tokens and hypotheses may not."""
+    if len(actual) != len(expected):
+        return f"{len(actual)} lines, expected {len(expected)}"
+    for number, (got, want) in enumerate(zip(actual, expected, strict=True)):
+        got_numbers, want_numbers = _NUMBER.findall(got), _NUMBER.findall(want)
+        if _NUMBER.split(got) != _NUMBER.split(want) or len(got_numbers) != len(want_numbers):
+            return f"line {number}: text differs:\n  got      {got!r}\n  expected {want!r}"
+        for g, w in zip(got_numbers, want_numbers, strict=True):
+            integers = not {".", "e", "E"} & set(g + w)
+            tolerance = rel * abs(float(w)) + _printed_unit(w)
+            if (g != w) if integers else abs(float(g) - float(w)) > tolerance:
+                return (
+                    f"line {number}: {g} differs from {w} (tolerance {tolerance:.3g}):\n"
+                    f"  got      {got!r}\n  expected {want!r}"
+                )
+    return None
+
+
+def assert_lines_match(actual, expected, rel=1e-5):
+    """Assert ``lines_match`` (words and integers exact, decimals within ``rel``)."""
+    message = lines_match(actual, expected, rel)
+    assert message is None, message
+
+
 def corpus(name):
     """The folder of corpus NAME; skip (one summary line for all) or, under
     FAIRSEQ_PLUGINS_REQUIRE_CORPORA=1, fail when it is not found."""

@@ -1,11 +1,20 @@
 """Checkpoints written by earlier versions of the plugin still load and decode exactly the same.
 
 tests/fixtures/legacy-0.1 holds tiny checkpoints made before the architecture change of issue 11
-(README there says how), with what fairseq-generate and fairseq-eval-lm printed for them then.
+(README there says how), with what fairseq-generate and fairseq-eval-lm printed for them then, on
+another machine. Sources, references, hypotheses and words must come out exactly; scores,
+log-probabilities, loss and perplexity within a relative 1e-5 (plus one unit in the last printed
+place), because float32 results differ in their last bits between CPU kernels (.ci/run reruns
+this file under ATEN_CPU_CAPABILITY=default and =avx2), BLAS builds and GPUs: one run here
+differs from the recording by 6e-8 relative.
 """
 
 import pytest
-from conftest import ROOT, USER_DIR, run
+from conftest import ROOT, USER_DIR, assert_lines_match, run
+
+# recorded: compares against outputs recorded on another machine (.ci/run reruns these under
+# each ATEN_CPU_CAPABILITY); slow: runs fairseq's command-line tools.
+pytestmark = [pytest.mark.recorded, pytest.mark.slow]
 
 FIXTURES = ROOT / "tests" / "fixtures" / "legacy-0.1"
 
@@ -26,7 +35,7 @@ def test_translation_checkpoint_decodes_as_before(name):
     lines = [
         line for line in proc.stdout.splitlines() if line[:2] in ("S-", "T-", "H-", "D-", "P-")
     ]
-    assert lines == expected_lines(name)
+    assert_lines_match(lines, expected_lines(name))
 
 
 def test_lm_checkpoint_scores_as_before():
@@ -43,4 +52,4 @@ def test_lm_checkpoint_scores_as_before():
         if line.startswith(prefix)
         and (line[len(prefix) :][:1].isdigit() or "Loss (base 2)" in line)
     ]
-    assert lines == expected_lines("lm-compositional")
+    assert_lines_match(lines, expected_lines("lm-compositional"))

@@ -81,7 +81,11 @@ class CopyGenerator(nn.Module):
         index = src_tokens.unsqueeze(1).expand(-1, attn.size(1), -1)
         p_copy.scatter_add_(2, index, attn)
         if self.copy_projection is not None:  # second copy decoder: remap V -> V, re-normalise
-            p_copy = softmax_fp32(at_least_float32(self.copy_projection(p_copy)))
+            # p_copy is float32 (or float64); the projection runs in its weights' dtype (fp16 /
+            # bf16 models) and its logits go back to at least float32 for the softmax.
+            weight_dtype = next(self.copy_projection.parameters()).dtype
+            remapped = self.copy_projection(p_copy.to(weight_dtype))
+            p_copy = softmax_fp32(at_least_float32(remapped))
         w = self.gate_weight(features)
         p = (1.0 - w) * p_vocab + w * p_copy
         return torch.log(p.clamp(min=LOG_PROB_FLOOR))
