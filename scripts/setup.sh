@@ -10,7 +10,9 @@ Creates ./.venv (Python 3.11) and installs, idempotently:
   torch==2.13.0 (override with TORCH_SPEC, e.g. TORCH_SPEC="torch==2.13.0 --index-url <cuda index>"),
   the pinned requirements.txt, fairseq as ve-fairseq==0.12.3 with --no-deps (its torchaudio
   requirement would pull a second multi-GB torch; fairseq's translation and LM code never import it),
-  and this plugin in editable mode.
+  and this plugin in editable mode; then the test-only reference packages of
+  requirements-test.txt with --no-deps (they must not replace torch; their small pure-Python
+  dependencies are pinned there one by one).
   --force   reinstall even if the stamp file says the venv is up to date.
 Environment: PYTHON (default python3.11 or python3), VENV (default ./.venv).
 USAGE
@@ -30,7 +32,7 @@ venv=${VENV:-$root/.venv}
 python=${PYTHON:-$(command -v python3.11 || command -v python3)}
 torch_spec=${TORCH_SPEC:-torch==2.13.0}
 stamp=$venv/.setup-stamp
-want=$(cat "$root/requirements.txt" "$root/setup.py" "$0" | sha1sum | cut -c1-16)-$torch_spec
+want=$(cat "$root/requirements.txt" "$root/requirements-test.txt" "$root/setup.py" "$0" | sha1sum | cut -c1-16)-$torch_spec
 
 if [[ $force == 0 && -f $stamp && $(cat "$stamp") == "$want" ]]; then
   exit 0
@@ -47,5 +49,6 @@ pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
 "${pip[@]}" -r "$root/requirements.txt"
 "${pip[@]}" --no-deps ve-fairseq==0.12.3
 "${pip[@]}" --no-deps --no-build-isolation -e "$root"
+"${pip[@]}" --no-deps -r "$root/requirements-test.txt"
 "$venv/bin/python" -c 'import fairseq, torch, fairseq_plugins; print("setup.sh: torch", torch.__version__, "fairseq", fairseq.__version__)' >&2
 echo "$want" > "$stamp"
