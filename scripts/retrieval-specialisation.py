@@ -32,7 +32,9 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def parse_args(argv=None):
-    p = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = OneLineParser(
+        prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument(
         "checkpoint", help="checkpoint of --arch contextual_retrieval_model (compositional)"
     )

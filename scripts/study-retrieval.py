@@ -203,7 +203,9 @@ def parse_list(text, choices=None, kind=str, flag=""):
 
 
 def main(argv=None):
-    p = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = OneLineParser(
+        prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("command", choices=("run", "report"))
     p.add_argument("--out", type=Path, default=ROOT / "work" / "study-retrieval")
     p.add_argument("--protocol", choices=list(PROTOCOLS), default="budget")

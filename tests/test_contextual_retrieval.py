@@ -380,3 +380,50 @@ def test_bad_flags_are_one_line_errors(tmp_path):
         assert proc.returncode != 0
         errors = [line for line in proc.stderr.splitlines() if "error:" in line]
         assert len(errors) == 1 and flag in errors[0] and "Traceback" not in proc.stderr
+
+
+# -- scripts -----------------------------------------------------------------------------------------
+def test_scripts_print_help_and_refuse_bad_arguments():
+    scripts = ROOT / "scripts"
+    for cmd in (
+        ["bash", scripts / "demo-retrieval.sh"],
+        ["python", scripts / "study-retrieval.py"],
+        ["python", scripts / "retrieval-specialisation.py"],
+    ):
+        assert "Usage" in run([*cmd, "--help"]).stdout
+    bad = run(["bash", scripts / "demo-retrieval.sh", "--dim", "12"], check=False)
+    assert bad.returncode == 2 and bad.stderr.strip().endswith(
+        "--dim must be a positive multiple of 8"
+    )
+    bad = run(["python", scripts / "study-retrieval.py", "run", "--settings", "3x3"], check=False)
+    assert bad.returncode == 2 and "--settings" in bad.stderr and len(bad.stderr.splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_demo_part_prints_both_attentions(tmp_path):
+    out = run(
+        ["bash", ROOT / "scripts" / "demo-retrieval.sh", "--updates", "20", "--out", tmp_path]
+    )
+    rows = [line for line in out.stdout.splitlines() if line.startswith("| multihead-h8")]
+    rows += [line for line in out.stdout.splitlines() if line.startswith("| compositional-s2r4")]
+    assert len(rows) == 2
+    for row in rows:
+        l1 = float(row.split("|")[3])
+        assert 0.3 < l1 < 1.5  # near the 0.755 of predicting 0 after 20 updates
+
+
+@pytest.mark.slow
+def test_study_runs_resumes_and_reports(tmp_path):
+    study = ROOT / "scripts" / "study-retrieval.py"
+    args = ["--out", tmp_path / "s", "--settings", "2x4", "--modes", "iid,ood", "--widths", "16"]
+    args += ["--ood-widths", "16", "--seeds", "1", "--updates", "10", "--only-first", "4"]
+    first = run(["python", study, "run", *args])
+    assert "4 runs to do (0 done)" in first.stdout
+    assert "0 runs to do (4 done)" in run(["python", study, "run", *args]).stdout
+    doc = tmp_path / "doc.md"
+    doc.write_text("# prose\n<!-- study:begin -->\nold\n<!-- study:end -->\nmore prose\n")
+    run(["python", study, "report", "--out", tmp_path / "s", "--doc", doc])
+    text = doc.read_text()
+    assert text.startswith("# prose\n") and text.endswith("more prose\n") and "old" not in text
+    assert "| comp-s2r4 | 16 | 2,205 | 1 |" in text and "held-out L1" in text
+    assert (tmp_path / "doc-curves.png").stat().st_size > 0
