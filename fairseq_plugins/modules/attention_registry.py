@@ -12,12 +12,16 @@ from fairseq_plugins.errors import PluginConfigError
 
 from .biased_attention import AttentionShapeError
 from .compositional_attention import CompositionalAttention
+from .geometric_attention import GeometricAttention
 from .sdpa_multihead_attention import build_multihead_attention
 
 ATTENTION_TYPES = {
     "multihead": build_multihead_attention,
     "compositional": CompositionalAttention.from_options,
 }
+# --encoder-attention-type may also name these: attentions defined within one sequence, without
+# causal decoding (the Neural Data Router's geometric attention).
+ENCODER_ATTENTION_TYPES = {**ATTENTION_TYPES, "geometric": GeometricAttention.from_options}
 
 ATTENTION_ROLES = ("encoder", "decoder", "cross", "graph")
 
@@ -64,7 +68,13 @@ class AttentionSpec:
 
 def build_attention(options, spec):
     """The attention module of ``spec.role`` chosen by the options."""
-    factory = ATTENTION_TYPES[options.attention_type_for(spec.role)]
+    name = options.attention_type_for(spec.role)
+    factory = (ENCODER_ATTENTION_TYPES if spec.role == "encoder" else ATTENTION_TYPES).get(name)
+    if factory is None:
+        raise PluginConfigError(
+            f"attention type {name!r} is for the encoder's self-attention only "
+            f"(--encoder-attention-type {name}; not with --graph-encoder)"
+        )
     try:
         return factory(options, spec)
     except AttentionShapeError as error:

@@ -110,7 +110,7 @@ class GeometricAttention(nn.Module):
 
     @classmethod
     def from_options(cls, options, spec):
-        from .position_schemes import build_position_scheme
+        from .position_schemes import position_scheme_for
 
         if spec.role != "encoder":
             raise ValueError(
@@ -118,17 +118,7 @@ class GeometricAttention(nn.Module):
                 "--encoder-attention-type geometric only"
             )
         head_dim = (spec.inner_dim or spec.embed_dim) // max(spec.num_heads, 1)
-        relative_positions = build_position_scheme(
-            options.rel_pos_for(spec.role),
-            head_dim,
-            spec.num_heads,
-            causal=False,
-            radius=options.rel_pos_radius,
-            bias_per_head=options.rel_pos_bias_per_head,
-            t5_num_buckets=options.t5_num_buckets,
-            t5_max_distance=options.t5_max_distance,
-            rope_base=options.rope_base,
-        )
+        relative_positions = position_scheme_for(options, spec, head_dim, spec.num_heads)
         return cls(
             spec.embed_dim,
             spec.num_heads,

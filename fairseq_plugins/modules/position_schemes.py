@@ -188,3 +188,19 @@ class RotaryPositions(nn.Module):
 
     def rotate_query_key(self, q, k, query_positions, key_positions):
         return self.rotate(q, query_positions), self.rotate(k, key_positions)
+
+
+def position_scheme_for(options, spec, head_dim, num_heads):
+    """The position module of the attention ``spec`` (an AttentionSpec) under the variant
+    options: ``--rel-pos`` and its per-role overrides (VariantConfig.rel_pos_for)."""
+    return build_position_scheme(
+        options.rel_pos_for(spec.role),
+        head_dim,
+        num_heads,
+        causal=spec.role == "decoder",
+        radius=options.rel_pos_radius,
+        bias_per_head=options.rel_pos_bias_per_head,
+        t5_num_buckets=options.t5_num_buckets,
+        t5_max_distance=options.t5_max_distance,
+        rope_base=options.rope_base,
+    )

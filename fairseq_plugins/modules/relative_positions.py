@@ -27,6 +27,11 @@ def build_relative_positions(mode, radius, head_dim, num_heads, bias_per_head=Fa
 
 
 class RelativePositionBias(nn.Module):
+    # The interface of the position schemes (position_schemes.py): a bias from labels, not a
+    # rotation of q and k; labels clipped to the radius, so the diagonal band paths apply.
+    rotates = False
+    banded = True
+
     def __init__(self, mode, radius, head_dim, num_heads, bias_per_head=False):
         super().__init__()
         if mode not in REL_POS_MODES or mode == "none":
