@@ -72,9 +72,12 @@ def main(argv=None):
     args = parse_args(argv)
     if args.examples < 1 or not 0 <= args.example < args.examples:
         sys.exit(f"{PROG}: error: --example must be in 0..--examples-1 and --examples >= 1")
+    import logging
+
     import matplotlib
 
     matplotlib.use("Agg")
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq's logging set-up is DEBUG
     import matplotlib.pyplot as plt
     import torch
     from fairseq import checkpoint_utils

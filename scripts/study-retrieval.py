@@ -132,6 +132,9 @@ def run_one(run, protocol, out, lock):
         proc = subprocess.Popen(
             ["nice", "-n", "10", *train_command(run, protocol, run_dir)],
             stdout=log, stderr=subprocess.STDOUT, env=env, cwd=run_dir,
+            # its own session: the kernel's autogroup scheduling then weighs it as one
+            # process group, as each background experiment is, not as a share of ours
+            start_new_session=True,
         )  # fmt: skip
         _, status, usage = os.wait4(proc.pid, 0)
     wall = time.time() - start
