@@ -279,3 +279,10 @@ def test_realformer_trains_and_generates(demo_bin, tmp_path, extra):
         updates=2,
     )
     assert len(hyps) == 100
+
+
+def test_realformer_refuses_attention_types_without_logits():
+    """An attention that is not the plugin's biased attention (e.g. an encoder-only type with no
+    softmax logits) cannot carry: a one-line error naming the flag."""
+    with pytest.raises(ValueError, match="--realformer needs multihead or compositional"):
+        share_residual_logits([torch.nn.Linear(2, 2)])

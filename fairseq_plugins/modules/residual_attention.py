@@ -15,6 +15,8 @@ an incremental decoding step carries the current query rows only, which is all t
 that step needs, so nothing is kept between steps (and beam reordering has nothing to reorder).
 """
 
+from fairseq_plugins.errors import PluginConfigError
+
 from .biased_attention import BiasedAttention
 from .numerics import mask_value
 
@@ -49,6 +51,9 @@ def share_residual_logits(attentions):
     carry = ResidualLogits()
     for attention in attentions:
         if not isinstance(attention, BiasedAttention):
-            raise TypeError(f"--realformer needs the plugin's attention, not {type(attention)}")
+            raise PluginConfigError(
+                f"--realformer needs multihead or compositional attention in every layer "
+                f"(got {type(attention).__name__}; see --encoder-attention-type)"
+            )
         attention.residual_logits = carry
     return carry
