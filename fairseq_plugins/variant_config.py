@@ -11,11 +11,11 @@ from typing import Optional
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 
 from .errors import PluginConfigError
-from .modules.attention_registry import ATTENTION_TYPES
+from .modules.attention_registry import ATTENTION_TYPES, ENCODER_ATTENTION_TYPES
 from .modules.compositional_attention import RETRIEVAL_SCORINGS
 from .modules.copy_generator import COPY_PROJECTIONS
 from .modules.graph_encoder import FUSIONS
-from .modules.relative_positions import REL_POS_MODES
+from .modules.position_schemes import ALL_REL_POS_MODES
 
 GRAPH_FUSIONS = list(FUSIONS)
 
@@ -29,7 +29,8 @@ class VariantConfig(FairseqDataclass):
     encoder_attention_type: Optional[str] = field(
         default=None,
         metadata={
-            "help": "encoder self-attention type: multihead or compositional (default: --attention-type)"
+            "help": "encoder self-attention type: multihead, compositional or geometric (the "
+            "Neural Data Router's; encoder only) (default: --attention-type)"
         },
     )
     decoder_attention_type: Optional[str] = field(
@@ -120,9 +121,35 @@ class VariantConfig(FairseqDataclass):
     share_decoder_layers: bool = field(
         default=False, metadata={"help": "all decoder layers share one set of parameters"}
     )
-    rel_pos: ChoiceEnum(list(REL_POS_MODES)) = field(
+    rel_pos: ChoiceEnum(list(ALL_REL_POS_MODES)) = field(
         default="none",
-        metadata={"help": "relative positions in self-attention: e (embeddings), b (bias), eb"},
+        metadata={
+            "help": "positions in self-attention: e (embeddings), b (bias), eb (Ontanon et al.), "
+            "alibi (linear distance penalty, the paper's slopes), t5 (bucketed learned bias), "
+            "rope (rotary q/k), nope (no positions at all); none: absolute embeddings only"
+        },
+    )
+    encoder_rel_pos: Optional[str] = field(
+        default=None,
+        metadata={"help": "the --rel-pos of the encoder self-attention (default: --rel-pos)"},
+    )
+    decoder_rel_pos: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "the --rel-pos of the decoder self-attention (default: --rel-pos); e.g. "
+            "nope: the decoder has no position information (Kazemnejad et al. 2023)"
+        },
+    )
+    t5_num_buckets: int = field(
+        default=32, metadata={"help": "--rel-pos t5: buckets of the relative distance (T5: 32)"}
+    )
+    t5_max_distance: int = field(
+        default=128,
+        metadata={"help": "--rel-pos t5: distance from which all share the last bucket (T5: 128)"},
+    )
+    rope_base: float = field(
+        default=10000.0,
+        metadata={"help": "--rel-pos rope: the base of the angles (RoFormer: 10000)"},
     )
     rel_pos_radius: int = field(default=16, metadata={"help": "relative position clip radius k"})
     rel_pos_cross: bool = field(
@@ -135,6 +162,28 @@ class VariantConfig(FairseqDataclass):
     rel_pos_keep_absolute: bool = field(
         default=False,
         metadata={"help": "keep absolute position embeddings with --rel-pos (off by default)"},
+    )
+    encoder_copy_gate: bool = field(
+        default=False,
+        metadata={
+            "help": "Neural Data Router copy gate in every encoder layer: h' = g*u + (1-g)*h "
+            "(post-norm; with --encoder-attention-type geometric and --share-encoder-layers: "
+            "the NDR)"
+        },
+    )
+    copy_gate_drop: float = field(
+        default=0.0,
+        metadata={
+            "help": "--encoder-copy-gate: probability of closing a position's gate in training "
+            "(the official ndr.drop_gate, default 0)"
+        },
+    )
+    geometric_attention_unnormalized: bool = field(
+        default=False,
+        metadata={
+            "help": "geometric attention: weights A_ij not divided by their row sum (the paper "
+            "normalises by default)"
+        },
     )
     copy_decoder: bool = field(
         default=False,
@@ -186,10 +235,12 @@ class VariantConfig(FairseqDataclass):
         types = list(ATTENTION_TYPES)
         checks = [
             ("attention_type", types),
-            ("encoder_attention_type", types + [None]),
+            ("encoder_attention_type", list(ENCODER_ATTENTION_TYPES) + [None]),
             ("decoder_attention_type", types + [None]),
             ("cross_attention_type", types + [None]),
-            ("rel_pos", list(REL_POS_MODES)),
+            ("rel_pos", list(ALL_REL_POS_MODES)),
+            ("encoder_rel_pos", list(ALL_REL_POS_MODES) + [None]),
+            ("decoder_rel_pos", list(ALL_REL_POS_MODES) + [None]),
             ("retrieval_scoring", list(RETRIEVAL_SCORINGS)),
             ("graph_fusion", GRAPH_FUSIONS),
             ("copy_projection", list(COPY_PROJECTIONS)),
@@ -207,8 +258,26 @@ class VariantConfig(FairseqDataclass):
             raise PluginConfigError(
                 "--realformer is not available with --graph-encoder (its layers attend three ways)"
             )
-        if self.rel_pos_cross and self.rel_pos == "none":
-            raise PluginConfigError("--rel-pos-cross needs --rel-pos e, b or eb")
+        if self.rel_pos_cross and self.rel_pos in ("none", "nope"):
+            raise PluginConfigError("--rel-pos-cross needs --rel-pos e, b, eb, alibi, t5 or rope")
+        if not 0 <= self.copy_gate_drop < 1:
+            raise PluginConfigError(
+                f"--copy-gate-drop must be in [0, 1) (got {self.copy_gate_drop})"
+            )
+        if self.copy_gate_drop and not self.encoder_copy_gate:
+            raise PluginConfigError("--copy-gate-drop needs --encoder-copy-gate")
+        geometric = self.attention_type_for("encoder") == "geometric"
+        if geometric and (self.graph_encoder or self.realformer):
+            raise PluginConfigError(
+                "--encoder-attention-type geometric is not available with --graph-encoder or "
+                "--realformer (it has no softmax logits to carry)"
+            )
+        if self.geometric_attention_unnormalized and not geometric:
+            raise PluginConfigError(
+                "--geometric-attention-unnormalized needs --encoder-attention-type geometric"
+            )
+        if self.encoder_copy_gate and self.graph_encoder:
+            raise PluginConfigError("--encoder-copy-gate is not available with --graph-encoder")
         if self.copy_projection != "none" and not self.copy_decoder:
             raise PluginConfigError("--copy-projection needs --copy-decoder")
         if self.copy_projection_dim is not None:
@@ -231,14 +300,31 @@ class VariantConfig(FairseqDataclass):
 
     def set_position_embeddings(self, args):
         """rel-* models use no absolute position embeddings (the paper's setting) unless
-        --rel-pos-keep-absolute: sets fairseq's --no-token-positional-embeddings in ``args``."""
-        if self.rel_pos != "none" and not self.rel_pos_keep_absolute:
+        --rel-pos-keep-absolute: sets fairseq's --no-token-positional-embeddings in ``args`` when
+        neither side has them (one side alone: ``absolute_positions``, read by the model)."""
+        if not (self.absolute_positions("encoder") or self.absolute_positions("decoder")):
             args.no_token_positional_embeddings = True
 
+    def absolute_positions(self, side):
+        """Whether the encoder / decoder side keeps fairseq's absolute position embeddings: only
+        where its self-attention has no position scheme (``--*rel-pos none``) and is not
+        geometric (which orders keys by distance itself), or with --rel-pos-keep-absolute."""
+        if self.rel_pos_keep_absolute:
+            return True
+        if side == "encoder" and self.attention_type_for("encoder") == "geometric":
+            return False
+        return self.rel_pos_for(side) == "none"
+
     def rel_pos_for(self, role):
-        if role == "cross" and not self.rel_pos_cross:
-            return "none"
-        return self.rel_pos
+        """The position scheme of a role: encoder (and graph) / decoder self-attention take
+        --encoder-rel-pos / --decoder-rel-pos when given; cross-attention --rel-pos with
+        --rel-pos-cross (rel2), else none."""
+        if role == "cross":
+            return self.rel_pos if self.rel_pos_cross else "none"
+        specific = {"encoder": self.encoder_rel_pos, "graph": self.encoder_rel_pos}
+        specific["decoder"] = self.decoder_rel_pos
+        given = specific[role]
+        return self.rel_pos if given is None else given
 
 
 def set_variant_defaults(args):

@@ -155,3 +155,69 @@ def test_geometric_attention_module_gradcheck():
     x = torch.randn(4, 1, 16, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda inp: m(inp, inp, inp)[0], (x,))
     assert math.isfinite(float(m.logit_scale))
+
+
+# -- the copy-gated layer and the NDR encoder in the model --------------------------------------
+NDR = ["--encoder-attention-type", "geometric", "--encoder-copy-gate", "--share-encoder-layers"]
+NDR_MODEL = ["--arch", "compgen_small_4", *NDR, "--rel-pos", "eb", "--encoder-rel-pos", "nope"]
+NDR_MODEL += ["--rel-pos-cross", "--copy-decoder", "--dropout", "0", "--attention-dropout", "0"]
+
+
+def build_ndr(extra=()):
+    from model_testing import build
+
+    model, _ = build(NDR_MODEL + list(extra))
+    return model.double().eval()
+
+
+def test_copy_gate_layer_matches_reference_and_starts_closed():
+    torch.manual_seed(5)
+    model = build_ndr()
+    layer = model.encoder.layers[0]
+    assert float(layer.gate_fc2.bias.mean()) == -3.0  # the paper's closed gate at the start
+    randomize(layer, std=0.3)
+    x = torch.randn(6, 2, 64, dtype=torch.float64)
+    kpm = padding_mask([6, 4], 6)
+    out = layer(x, kpm)
+    attended, _ = layer.self_attn(x, x, x, key_padding_mask=kpm)
+    a = layer.self_attn_layer_norm(x + attended)
+    u = layer.final_layer_norm(layer.fc2(torch.relu(layer.fc1(a))))
+    g = torch.sigmoid(layer.gate_fc2(torch.relu(layer.gate_fc1(a))))
+    torch.testing.assert_close(out, g * u + (1 - g) * x)
+    with torch.no_grad():  # a closed gate copies its column through the layer
+        layer.gate_fc2.bias.fill_(-1e4)
+    torch.testing.assert_close(layer(x, kpm), x)
+
+
+def test_ndr_encoder_shares_one_layer_has_no_absolute_positions_and_ignores_padding():
+    model = build_ndr()
+    enc = model.encoder
+    assert enc.embed_positions is None and model.decoder.embed_positions is None
+    assert isinstance(enc.layers[0].self_attn, GeometricAttention)
+    assert enc.layers[0].self_attn.relative_positions is None  # --encoder-rel-pos nope
+    assert enc.layers[3].gate_fc1.weight is enc.layers[0].gate_fc1.weight
+    assert enc.layers[3].self_attn.q_proj.weight is enc.layers[0].self_attn.q_proj.weight
+    assert model.decoder.layers[0].encoder_attn.relative_positions is not None  # rel2 kept
+    tokens = torch.tensor([[5, 6, 7, 8, 2]])
+    alone = enc(tokens, torch.tensor([5]))["encoder_out"][0]
+    padded = torch.tensor([[1, 1, 5, 6, 7, 8, 2], [9, 10, 11, 12, 13, 14, 2]])  # left padding
+    out = enc(padded, torch.tensor([5, 7]))["encoder_out"][0]
+    torch.testing.assert_close(out[2:, :1], alone)
+
+
+def test_ndr_options_errors_name_their_flag():
+    from model_testing import build
+
+    from fairseq_plugins.errors import PluginConfigError
+
+    cases = [
+        (["--decoder-attention-type", "geometric"], "--decoder-attention-type: unknown value"),
+        (["--copy-gate-drop", "0.1"], "--copy-gate-drop needs --encoder-copy-gate"),
+        (["--geometric-attention-unnormalized"], "needs --encoder-attention-type geometric"),
+        ([*NDR, "--realformer"], "not available with --graph-encoder or --realformer"),
+        (["--encoder-copy-gate", "--copy-gate-drop", "1.5"], "--copy-gate-drop must be in"),
+        (["--encoder-copy-gate", "--encoder-normalize-before"], "drop --encoder-normalize-before"),
+    ]
+    for extra, message in cases:
+        with pytest.raises(PluginConfigError, match=message):
+            build(["--arch", "compgen_small_2", *extra])

@@ -199,3 +199,162 @@ def test_bad_scheme_options_name_their_flag():
         build_position_scheme("sinusoid", 8, 4, causal=False)
     assert build_position_scheme("nope", 8, 4, causal=True) is None
     assert build_position_scheme("t5", 8, 4, causal=True).bidirectional is False
+
+
+# -- the schemes inside our attentions ------------------------------------------------------------
+D, H = 32, 4
+ATTENTION_SCHEMES = ["alibi", "t5", "rope"]
+T5_SMALL = dict(t5_num_buckets=8, t5_max_distance=12)  # small: the log buckets show at T ~ 10
+
+
+def scheme(mode, causal):
+    return build_position_scheme(mode, D // H, H, causal=causal, **T5_SMALL)
+
+
+def make_attention(mode, cross=False, causal=False, compositional=False, seed=0):
+    from attention_testing import randomize
+
+    from fairseq_plugins.modules.compositional_attention import CompositionalAttention
+    from fairseq_plugins.modules.sdpa_multihead_attention import SDPAMultiheadAttention
+
+    roles = dict(self_attention=not cross, encoder_decoder_attention=cross)
+    rel = scheme(mode, causal)
+    if compositional:
+        m = CompositionalAttention(D, H, 2, 8, relative_positions=rel, **roles)
+    else:
+        m = SDPAMultiheadAttention(D, H, relative_positions=rel, **roles)
+    randomize(m, seed=seed)
+    if mode == "t5":  # a table that matters
+        with torch.no_grad():
+            m.relative_positions.bias.normal_(generator=torch.Generator().manual_seed(seed))
+    return m.eval()
+
+
+def scheme_bias_reference(mode, rel, head, i, j):
+    """The additive logit of query position i and key position j, from the papers' equations."""
+    if mode == "alibi":
+        return -alibi_slopes(rel.slopes.numel())[head] * abs(i - j)
+    bucket = t5_bucket_reference(j - i, rel.bidirectional, rel.num_buckets, rel.max_distance)
+    return float(rel.bias[bucket, head])
+
+
+def attention_reference(m, mode, query, key, q_pos, k_pos, key_padding_mask=None, attn_mask=None):
+    """softmax((R(i) q_i . R(j) k_j) / sqrt(d_h) + bias(i, j) + masks) v per head, plain loops."""
+    rel = m.relative_positions
+    B, Tq, Tk, dh = query.size(1), query.size(0), key.size(0), m.head_dim
+    q = m.q_proj(query).view(Tq, B, H, dh)
+    k = m.k_proj(key).view(Tk, B, H, dh)
+    v = m.v_proj(key).view(Tk, B, H, dh)
+    out = torch.zeros(Tq, B, H, dh, dtype=query.dtype)
+    for b in range(B):
+        qb, kb = q[:, b], k[:, b]
+        if mode == "rope":
+            qb = rope_reference(qb.transpose(0, 1), q_pos[b], rel.base).transpose(0, 1)
+            kb = rope_reference(kb.transpose(0, 1), k_pos[b], rel.base).transpose(0, 1)
+        for h in range(H):
+            logits = torch.zeros(Tq, Tk, dtype=query.dtype)
+            for i in range(Tq):
+                for j in range(Tk):
+                    s = qb[i, h] @ kb[j, h] / math.sqrt(dh)
+                    if mode != "rope":
+                        s = s + scheme_bias_reference(mode, rel, h, q_pos[b][i], k_pos[b][j])
+                    logits[i, j] = s
+            if attn_mask is not None:
+                logits = logits + attn_mask
+            if key_padding_mask is not None:
+                logits = logits.masked_fill(key_padding_mask[b].unsqueeze(0), float("-inf"))
+            out[:, b, h] = torch.softmax(logits, -1) @ v[:, b, h]
+    return m.out_proj(out.reshape(Tq, B, H * dh))
+
+
+@pytest.mark.parametrize("mode", ATTENTION_SCHEMES)
+@pytest.mark.parametrize("need_weights", [False, True])  # the fused call and the explicit path
+def test_attention_with_scheme_matches_reference(mode, need_weights):
+    from attention_testing import causal_mask, padding_mask
+
+    torch.manual_seed(0)
+    # decoder self-attention: causal, T longer than the T5 exact buckets
+    m = make_attention(mode, causal=True).double()
+    x = torch.randn(11, 2, D, dtype=torch.float64)
+    kpm = padding_mask([11, 7], 11)
+    mask = causal_mask(11).double()
+    out, _ = m(x, x, x, key_padding_mask=kpm, attn_mask=mask, need_weights=need_weights)
+    pos = [list(range(11))] * 2
+    ref = attention_reference(m, mode, x, x, pos, pos, key_padding_mask=kpm, attn_mask=mask)
+    torch.testing.assert_close(out, ref)
+    # rel2 cross-attention: encoder positions counted from the first real (left-padded) token
+    c = make_attention(mode, cross=True, seed=1).double()
+    y = torch.randn(5, 2, D, dtype=torch.float64)
+    enc = torch.randn(9, 2, D, dtype=torch.float64)
+    kpm = padding_mask([9, 6], 9, left=True)
+    out, _ = c(y, enc, enc, key_padding_mask=kpm, static_kv=True, need_weights=need_weights)
+    k_pos = [list(range(9)), [j - 3 for j in range(9)]]
+    ref = attention_reference(c, mode, y, enc, [list(range(5))] * 2, k_pos, key_padding_mask=kpm)
+    torch.testing.assert_close(out, ref)
+
+
+@pytest.mark.parametrize("mode", ATTENTION_SCHEMES)
+@pytest.mark.parametrize("compositional", [False, True])
+def test_scheme_incremental_decoding_equals_full_forward(mode, compositional):
+    from attention_testing import causal_mask, decode_step_by_step, padding_mask
+
+    torch.manual_seed(2)
+    m = make_attention(mode, causal=True, compositional=compositional)
+    x = torch.randn(12, 3, D)
+    full, _ = m(x, x, x, attn_mask=causal_mask(12), need_weights=False)
+    torch.testing.assert_close(decode_step_by_step(m, x), full, atol=1e-5, rtol=1e-5)
+    order = torch.tensor([1, 1, 0])  # beam search reorders the cache mid-way
+    x2 = x.index_select(1, order)
+    full2, _ = m(x2, x2, x2, attn_mask=causal_mask(12), need_weights=False)
+    steps = decode_step_by_step(m, x, reorder=(5, order))
+    torch.testing.assert_close(steps[5:], full2[5:], atol=1e-5, rtol=1e-5)
+
+    c = make_attention(mode, cross=True, compositional=compositional, seed=1)
+    enc = torch.randn(7, 3, D)
+    kpm = padding_mask([7, 5, 2], 7, left=True)
+    full, _ = c(x, enc, enc, key_padding_mask=kpm, need_weights=False)
+    torch.testing.assert_close(decode_step_by_step(c, x, enc, kpm), full, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ATTENTION_SCHEMES)
+@pytest.mark.parametrize("compositional", [False, True])
+def test_scheme_padding_invariance(mode, compositional):
+    from attention_testing import padding_mask
+
+    torch.manual_seed(4)
+    m = make_attention(mode, compositional=compositional)  # encoder self-attention
+    c = make_attention(mode, cross=True, compositional=compositional, seed=1)
+    s = torch.randn(5, 1, D)
+    alone, _ = m(s, s, s, need_weights=False)
+    batch = torch.randn(8, 2, D)
+    batch[3:, 1:2] = s  # left-padded, as fairseq batches sources
+    out, _ = m(
+        batch, batch, batch, key_padding_mask=padding_mask([8, 5], 8, left=True), need_weights=False
+    )
+    torch.testing.assert_close(out[3:, 1:2], alone, atol=1e-5, rtol=1e-5)
+    y = torch.randn(3, 1, D)
+    cross_alone, _ = c(y, s, s, need_weights=False)
+    y2 = torch.cat([y, torch.randn(3, 1, D)], dim=1)
+    batch2 = torch.randn(8, 2, D)
+    batch2[3:, 0:1] = s
+    cross, _ = c(
+        y2, batch2, batch2, key_padding_mask=padding_mask([5, 8], 8, left=True), need_weights=False
+    )
+    torch.testing.assert_close(cross[:, 0:1], cross_alone, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ATTENTION_SCHEMES)
+def test_scheme_training_gradients_gradcheck(mode):
+    """Training (the T5 table needs a gradient: the explicit path on CPU): float64 gradcheck of
+    the attention output in its input and, for T5, its table."""
+    from attention_testing import causal_mask
+
+    torch.manual_seed(5)
+    m = make_attention(mode, causal=True).double().train()
+    x = torch.randn(6, 1, D, dtype=torch.float64, requires_grad=True)
+    mask = causal_mask(6).double()
+    assert torch.autograd.gradcheck(lambda inp: m(inp, inp, inp, attn_mask=mask)[0], (x,))
+    if mode == "t5":
+        out = m(x, x, x, attn_mask=mask, need_weights=False)[0]
+        (grad,) = torch.autograd.grad(out.square().sum(), [m.relative_positions.bias])
+        assert grad.abs().sum() > 0

@@ -24,6 +24,7 @@ from fairseq_plugins.errors import PluginConfigError
 from fairseq_plugins.modules.copy_generator import CopyGenerator
 from fairseq_plugins.modules.graph_encoder import build_graph_encoder_layer, run_graph_layers
 from fairseq_plugins.modules.layer_sharing import tie_parameters
+from fairseq_plugins.modules.neural_data_router import CopyGateEncoderLayer
 from fairseq_plugins.modules.residual_attention import share_residual_logits
 from fairseq_plugins.modules.variant_layers import (
     VariantDecoderLayer,
@@ -38,6 +39,8 @@ class VariantTransformerEncoder(TransformerEncoderBase):
         self.options = options
         self._layers_built = 0  # fairseq builds the layers in order, without an index
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
+        if not options.absolute_positions("encoder"):  # e.g. --decoder-rel-pos nope alone
+            self.embed_positions = None
         if options.share_encoder_layers:
             tie_parameters(self.layers)
         # RealFormer: one carry through the self-attentions (reset around every forward)
@@ -50,6 +53,9 @@ class VariantTransformerEncoder(TransformerEncoderBase):
         self._layers_built += 1
         if self.options.graph_encoder:
             return build_graph_encoder_layer(index, cfg, self.options, self.return_fc)
+        if self.options.encoder_copy_gate:
+            layer = CopyGateEncoderLayer(cfg, self.options, return_fc=self.return_fc)
+            return wrap_layer(layer, cfg)
         return wrap_layer(VariantEncoderLayer(cfg, self.options, return_fc=self.return_fc), cfg)
 
     def forward(
@@ -102,6 +108,8 @@ class VariantTransformerDecoder(TransformerDecoderBase):
             no_encoder_attn=no_encoder_attn,
             output_projection=output_projection,
         )
+        if not options.absolute_positions("decoder"):  # e.g. --decoder-rel-pos nope (NoPE)
+            self.embed_positions = None
         if options.share_decoder_layers:
             tie_parameters(self.layers)
         # RealFormer: decoder self-attention and cross-attention carry separately

@@ -212,7 +212,13 @@ class BiasedAttention(nn.Module):
         mask = additive_mask(attn_mask, key_padding_mask, bsz, tgt_len, src_len, q.dtype)
         labels = None
         if self.relative_positions is not None:
-            labels = self._relative_labels(saved, key_padding_mask, tgt_len, src_len, q.device)
+            positions = self._relative_positions(
+                saved, key_padding_mask, tgt_len, src_len, q.device
+            )
+            if self.relative_positions.rotates:  # RoPE: the cache keeps keys unrotated
+                q, k = self.relative_positions.rotate_query_key(q, k, *positions)
+            else:
+                labels = self.relative_positions.labels(*positions)
         if saved is not None:
             incremental_state = self._set_input_buffer(incremental_state, saved)
 
@@ -338,6 +344,7 @@ class BiasedAttention(nn.Module):
         diagonal, so they gather instead; rel2 cross-attention labels are per sentence."""
         return (
             not self.encoder_decoder_attention
+            and self.relative_positions.banded
             and labels.dim() == 2
             and src_len >= 4 * self.relative_positions.radius
         )
@@ -364,7 +371,9 @@ class BiasedAttention(nn.Module):
         if not self._long_self_attention_rows(labels, src_len):
             return logits.add_(rel(q, labels, self.scaling))
         tgt_len = q.size(2)
-        offset = src_len - tgt_len  # queries are the last tgt_len positions (see _relative_labels)
+        offset = (
+            src_len - tgt_len
+        )  # queries are the last tgt_len positions (see _relative_positions)
         future_masked = self._masks_from(attn_mask, tgt_len, src_len, offset + rel.radius)
         return rel.add_to_logits(logits, q, self.scaling, offset, future_masked)
 
@@ -381,13 +390,15 @@ class BiasedAttention(nn.Module):
             return out.view(bsz, heads, tgt_len, v.size(-1))
         return torch.matmul(weights, v)
 
-    def _relative_labels(self, saved, key_padding_mask, tgt_len, src_len, device):
+    def _relative_positions(self, saved, key_padding_mask, tgt_len, src_len, device):
+        """(query positions, key positions) for the relative-position module: (Tq,), (Tk,) in
+        self-attention; (1, Tq) or (B, Tq) and (B or 1, Tk) in rel2 cross-attention."""
         if not self.encoder_decoder_attention:
             # Self-attention: queries are the last tgt_len of the src_len positions (incremental
             # decoding appends to the cache). Differences are shift-invariant, so left padding of
             # the source does not change them.
             keys = torch.arange(src_len, device=device)
-            return self.relative_positions.labels(keys[src_len - tgt_len :], keys)
+            return keys[src_len - tgt_len :], keys
         # rel2: decoder step i against encoder token j, both counted from the first real token,
         # so left- and right-padded sources give the same labels.
         if key_padding_mask is not None:
@@ -401,4 +412,4 @@ class BiasedAttention(nn.Module):
                 step = torch.zeros(keys.size(0), dtype=torch.long, device=device)
             queries = queries + step.unsqueeze(1)
             saved["decoder_step"] = step + tgt_len
-        return self.relative_positions.labels(queries, keys)
+        return queries, keys

@@ -51,7 +51,7 @@ import torch.nn.functional as F
 
 from .biased_attention import BiasedAttention, split_width
 from .numerics import at_least_float32, softmax_fp32
-from .relative_positions import build_relative_positions
+from .position_schemes import position_scheme_for
 
 # The choices of --retrieval-scoring. Dot scorers take q_i / sqrt(d_s); the others the unscaled q_i.
 RETRIEVAL_SCORINGS = ("dot", "mlp", "learned-key", "learned-key-mlp")
@@ -214,12 +214,8 @@ class CompositionalAttention(BiasedAttention):
         width = spec.inner_dim or spec.embed_dim
         searches = spec.num_heads if options.num_searches is None else options.num_searches
         retrievals = spec.num_heads if options.num_retrievals is None else options.num_retrievals
-        relative_positions = build_relative_positions(
-            options.rel_pos_for(spec.role),
-            options.rel_pos_radius,
-            split_width(width, searches, "searches"),
-            searches,
-            options.rel_pos_bias_per_head,
+        relative_positions = position_scheme_for(
+            options, spec, split_width(width, searches, "searches"), searches
         )
         return cls(
             spec.embed_dim,

@@ -21,6 +21,8 @@ sigmoid (1) on G_2; attention projections Xavier with the official fans.
 import torch
 import torch.nn as nn
 
+from fairseq_plugins.errors import PluginConfigError
+
 from .variant_layers import VariantEncoderLayer
 
 
@@ -31,7 +33,7 @@ class CopyGateEncoderLayer(VariantEncoderLayer):
 
     def __init__(self, cfg, options, return_fc=False):
         if cfg.encoder.normalize_before:
-            raise ValueError(
+            raise PluginConfigError(
                 "--encoder-copy-gate is the NDR's post-norm layer: drop --encoder-normalize-before"
             )
         super().__init__(cfg, options, return_fc=return_fc)

@@ -8,18 +8,14 @@ MultiheadAttention, so the two are interchangeable where both apply (tests check
 from fairseq.modules import MultiheadAttention
 
 from .biased_attention import BiasedAttention, split_width
-from .relative_positions import build_relative_positions
+from .position_schemes import position_scheme_for
 
 
 def build_multihead_attention(options, spec):
     """The multi-head attention for one attention (an AttentionSpec) of the variant options."""
     width = spec.inner_dim or spec.embed_dim
-    relative_positions = build_relative_positions(
-        options.rel_pos_for(spec.role),
-        options.rel_pos_radius,
-        split_width(width, spec.num_heads, "heads"),
-        spec.num_heads,
-        options.rel_pos_bias_per_head,
+    relative_positions = position_scheme_for(
+        options, spec, split_width(width, spec.num_heads, "heads"), spec.num_heads
     )
     if relative_positions is None and width == spec.embed_dim and not options.realformer:
         return MultiheadAttention(spec.embed_dim, spec.num_heads, **spec.module_kwargs())
