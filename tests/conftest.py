@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -148,14 +149,82 @@ def corpus(name):
 _skipped_for = set()
 
 
+# -- markers: slow (fast lane), cuda ------------------------------------------------------------
+SLOW_GUARD = ROOT / "tests" / "slow_guard"  # its sitecustomize stops fairseq's CLIs (see there)
+CUDA_SKIP = (
+    "CUDA not available: the cuda tests are skipped (scripts/gpu-check.sh runs them on a GPU host)"
+)
+
+
+def _cuda_available():
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Without CUDA, every cuda-marked test is skipped with one reason (one summary line)."""
+    cuda_items = [item for item in items if item.get_closest_marker("cuda")]
+    if cuda_items and not _cuda_available():
+        for item in cuda_items:
+            item.add_marker(pytest.mark.skip(reason=CUDA_SKIP))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """While a test not marked slow runs (fixtures included), fairseq's command-line tools refuse
+    to start in its subprocesses and say so in a per-test report file."""
+    if item.get_closest_marker("slow") is None:
+        report = _slow_guard_dir() / "started.log"
+        report.unlink(missing_ok=True)
+        os.environ["FAIRSEQ_PLUGINS_SLOW_GUARD"] = str(report)
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(SLOW_GUARD), os.environ.get("PYTHONPATH")) if p
+        )
+        item.stash[_slow_guard_key] = report
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    if item.stash.get(_slow_guard_key, None) is not None:
+        os.environ.pop("FAIRSEQ_PLUGINS_SLOW_GUARD", None)
+        rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        rest = [p for p in rest if p != str(SLOW_GUARD)]
+        if rest:
+            os.environ["PYTHONPATH"] = os.pathsep.join(rest)
+        else:
+            os.environ.pop("PYTHONPATH", None)
+
+
+_slow_guard_key = pytest.StashKey[Path]()
+_slow_guard_dirs = []
+
+
+def _slow_guard_dir():
+    if not _slow_guard_dirs:
+        _slow_guard_dirs.append(Path(tempfile.mkdtemp(prefix="fairseq-plugins-slow-guard-")))
+    return _slow_guard_dirs[0]
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
-    """Every corpus skip at one location with one reason, so that -ra folds them into one line."""
+    """Every corpus skip (and every cuda skip) at one location with one reason, so that -ra folds
+    them into one line; a test not marked slow that started a fairseq CLI fails, saying so."""
     report = yield
     if report.skipped and isinstance(report.longrepr, tuple):
         reason = str(report.longrepr[2])
-        if reason.removeprefix("Skipped: ").startswith("corpora missing: "):
+        stripped = reason.removeprefix("Skipped: ")
+        if stripped.startswith("corpora missing: ") or stripped == CUDA_SKIP:
             report.longrepr = (__file__, None, reason)
+    guard = item.stash.get(_slow_guard_key, None)
+    if guard is not None and call.when in ("setup", "call") and guard.exists():
+        tools = sorted(set(guard.read_text().split()))
+        guard.unlink()
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} started {', '.join(tools)} but is not marked slow: add "
+            "@pytest.mark.slow (the fast lane, scripts/test.sh --fast, deselects slow tests)"
+        )
     return report
 
 

@@ -40,29 +40,34 @@ HALF_IDS = ["fp16", "bf16"]
 
 
 def tolerance(dtype):
-    return 8 * torch.finfo(dtype).eps
+    """8 machine epsilons; float32 (CUDA against CPU: other kernels, other summation orders):
+    1e-4."""
+    return 1e-4 if dtype == torch.float32 else 8 * torch.finfo(dtype).eps
 
 
 def assert_close_to_float32(out, reference, dtype, what=""):
     assert out.dtype in (dtype, torch.float32), (what, out.dtype)  # float32: mixes, log-probs
     assert bool(torch.isfinite(out).all()), f"{what}: non-finite values in {dtype}"
     tol = tolerance(dtype)
-    torch.testing.assert_close(out.float(), reference.float(), atol=tol, rtol=tol, msg=what)
+    out, reference = out.detach().cpu().float(), reference.detach().cpu().float()
+    torch.testing.assert_close(out, reference, atol=tol, rtol=tol, msg=what)
 
 
-def assert_grads_close(grads, reference, dtype):
-    """Each gradient within ``tolerance`` times the largest reference gradient."""
+def assert_grads_close(grads, reference, dtype, factor=1):
+    """Each gradient within ``factor * tolerance`` times the largest reference gradient
+    (factor 4 for a whole model's training step: bf16 on CPU reached 0.14 of the largest
+    gradient, 2.2 tolerances, through 3+2 layers and tied embeddings)."""
     scale = max(r.abs().max().item() for r in reference if r is not None)
     for index, (g, r) in enumerate(zip(grads, reference, strict=True)):
         if r is None:
             continue
         assert g.dtype == dtype and bool(torch.isfinite(g).all()), (index, g.dtype)
-        error = (g.float() - r).abs().max().item()
-        assert error <= tolerance(dtype) * scale, (index, error, scale)
+        error = (g.cpu().float() - r.cpu()).abs().max().item()
+        assert error <= factor * tolerance(dtype) * scale, (index, error, scale)
 
 
-def in_dtype(module, dtype):
-    return copy.deepcopy(module).to(dtype)
+def in_dtype(module, dtype, device="cpu"):
+    return copy.deepcopy(module).to(device, dtype)
 
 
 def spy(monkeypatch, function):
@@ -78,16 +83,22 @@ def spy(monkeypatch, function):
     return calls
 
 
-def attention_matches_float32(m, dtype, x, kv, kpm, attn_mask=None, need_weights=False):
-    """m's forward and backward in ``dtype`` against float32 (kv None: self-attention)."""
+def attention_matches_float32(
+    m, dtype, x, kv, kpm, attn_mask=None, need_weights=False, device="cpu"
+):
+    """m's forward and backward in ``dtype`` on ``device`` against float32 on CPU (kv None:
+    self-attention)."""
     ref, ref_weights, ref_grads = forward_backward(m, x, kv, kpm, attn_mask, need_weights)
-    half_mask = attn_mask.to(dtype) if attn_mask is not None else None
+
+    def moved(t, dtype=dtype):
+        return t.to(device, dtype) if t is not None else None
+
     out, weights, grads = forward_backward(
-        in_dtype(m, dtype),
-        x.to(dtype),
-        kv.to(dtype) if kv is not None else None,
-        kpm,
-        half_mask,
+        in_dtype(m, dtype, device),
+        moved(x),
+        moved(kv),
+        moved(kpm, torch.bool),
+        moved(attn_mask),
         need_weights,
     )
     assert_close_to_float32(out, ref, dtype, "output")
