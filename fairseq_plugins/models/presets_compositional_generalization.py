@@ -8,6 +8,10 @@ the paper's table rows.
   and its shared-layer twin ``compgen_comp_rel2_eb_cs``.
 - Positions on the small 2-layer model: ``compgen_abs``, ``compgen_rel_{e,b,eb}`` (self-attention)
   and ``compgen_rel2_{e,b,eb}`` (also decoder-to-encoder), each with ``_c`` for the copy decoder.
+- Issue 26, on the small 2-layer model with the copy decoder: ``compgen_{alibi,t5,rope}_c``
+  (the scheme in encoder and decoder self-attention), ``compgen_comp_{alibi,t5,rope}_c`` (the
+  same with compositional attention everywhere), ``compgen_rel_eb_nope_c`` (NoPE decoder, rel-eb
+  encoder) and ``compgen_ndr_c`` (Neural Data Router encoder, 4 shared layers; rel2-eb decoder).
 - COGS as sequence tagging (section 4.5.1, Table 5; the encoder-only ``tagging_transformer``,
   OFFICIAL-ONTANON.md section 2): ``cogs_tagging_base`` (the notebook's "base": small-2,
   sinusoidal absolute positions, absolute parent head), ``cogs_tagging_rel_eb`` and
@@ -91,6 +95,51 @@ _register(
     copy=True,
     attention="compositional",
 )
+
+
+# Issue 26: the position schemes of the length-generalisation literature and the Neural Data Router
+# on the small-2 model, each with the copy decoder (as the best seed row, rel2-eb-c).
+for _scheme in ("alibi", "t5", "rope"):
+    _register(f"compgen_{_scheme}_c", "small", 2, rel_pos=_scheme, copy=True)
+    _register(
+        f"compgen_comp_{_scheme}_c",
+        "small",
+        2,
+        rel_pos=_scheme,
+        copy=True,
+        attention="compositional",
+    )
+
+
+@register_model_architecture("variant_transformer", "compgen_rel_eb_nope_c")
+def compgen_rel_eb_nope_c(args):
+    """NoPE in the decoder (Kazemnejad et al. 2023): rel-eb encoder, a decoder without any
+    position information (no absolute embeddings, no relative terms, no rel2), copy decoder."""
+    if getattr(args, "rel_pos", None) is None:
+        args.rel_pos = "eb"
+    if getattr(args, "decoder_rel_pos", None) is None:
+        args.decoder_rel_pos = "nope"
+    args.copy_decoder = True
+    compgen_shape(args, "small", 2)
+    variant_base_architecture(args)
+
+
+@register_model_architecture("variant_transformer", "compgen_ndr_c")
+def compgen_ndr_c(args):
+    """The Neural Data Router's encoder (one copy-gated layer with geometric attention, shared
+    over 4 layers, no other positions) under the best seed row's decoder (2 layers, rel2-eb, copy
+    decoder), small widths."""
+    args.encoder_layers = getattr(args, "encoder_layers", 4)
+    if getattr(args, "encoder_attention_type", None) is None:
+        args.encoder_attention_type = "geometric"
+    args.encoder_copy_gate = args.share_encoder_layers = True
+    if getattr(args, "rel_pos", None) is None:
+        args.rel_pos = "eb"
+    if getattr(args, "encoder_rel_pos", None) is None:
+        args.encoder_rel_pos = "nope"
+    args.rel_pos_cross = args.copy_decoder = True
+    compgen_shape(args, "small", 2)
+    variant_base_architecture(args)
 
 
 def _register_tagging(name, rel_pos=None, shared=False, parent_head="absolute"):
