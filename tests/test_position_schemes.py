@@ -358,3 +358,56 @@ def test_scheme_training_gradients_gradcheck(mode):
         out = m(x, x, x, attn_mask=mask, need_weights=False)[0]
         (grad,) = torch.autograd.grad(out.square().sum(), [m.relative_positions.bias])
         assert grad.abs().sum() > 0
+
+
+# -- the schemes in the models ---------------------------------------------------------------------
+def test_nope_drops_absolute_positions_per_side_and_t5_tables_tie_under_sharing():
+    from fairseq.modules import MultiheadAttention
+    from model_testing import build
+
+    lm, _ = build(["--arch", "variant_transformer_lm", "--rel-pos", "nope"], lm=True)
+    assert lm.decoder.embed_positions is None  # Kazemnejad et al.: nothing at all
+    assert all(type(layer.self_attn) is MultiheadAttention for layer in lm.decoder.layers)
+    mixed, _ = build(["--arch", "compgen_small_2", "--decoder-rel-pos", "nope"])
+    assert mixed.encoder.embed_positions is not None and mixed.decoder.embed_positions is None
+    shared, _ = build(["--arch", "compgen_small_2s", "--rel-pos", "t5"])
+    tables = [layer.self_attn.relative_positions.bias for layer in shared.decoder.layers]
+    assert tables[0] is tables[1] and tables[0].shape == (32, 4)
+    assert not shared.decoder.layers[0].self_attn.relative_positions.bidirectional
+    assert shared.encoder.layers[0].self_attn.relative_positions.bidirectional
+    assert shared.encoder.embed_positions is None and shared.decoder.embed_positions is None
+
+
+@pytest.mark.parametrize(
+    "arch,extra",
+    [
+        ("compgen_alibi_c", ["--rel-pos-cross"]),
+        ("compgen_t5_c", ["--rel-pos-cross", "--t5-num-buckets", "8", "--t5-max-distance", "12"]),
+        ("compgen_comp_rope_c", ["--rel-pos-cross"]),
+        ("compgen_rel_eb_nope_c", []),
+        ("compgen_ndr_c", []),
+    ],
+)
+def test_model_incremental_decoding_equals_full_forward(arch, extra):
+    """The whole decoder (self, rel2 cross, copy decoder) step by step with fairseq's incremental
+    state equals the teacher-forced forward, on a left-padded batch (float64)."""
+    from attention_testing import randomize
+    from model_testing import build
+
+    model, _ = build(["--arch", arch, "--dropout", "0", *extra])
+    model = randomize(model.double(), std=0.2).eval()
+    generator = torch.Generator().manual_seed(3)
+    src = torch.randint(4, 20, (2, 13), generator=generator)
+    src[1, :4] = 1  # left padding
+    src[:, -1] = 2
+    prev = torch.randint(4, 20, (2, 14), generator=generator)
+    prev[:, 0] = 2
+    lengths = src.ne(1).sum(1)
+    with torch.no_grad():
+        encoder_out = model.encoder(src, lengths)
+        full, _ = model.decoder(prev, encoder_out)
+        state, steps = {}, []
+        for t in range(prev.size(1)):
+            step, _ = model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)
+            steps.append(step)
+    torch.testing.assert_close(torch.cat(steps, 1), full)
