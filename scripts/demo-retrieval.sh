@@ -16,13 +16,13 @@ heads (one per search-retrieval pairing, what multi-head attention needs) and wi
 attention with 2 searches and 4 retrievals; Adam lr 1e-3, batch 256, N updates each, the two at once
 (one thread each). Prints the L1 of both on the same 12,800 evaluation examples (predicting 0 scores
 0.755) and writes the table to DIR/results.md.
-  --updates N   training updates per model (default 2500)
-  --dim D       model width (default 32)
+  --updates N   training updates per model (default 3000)
+  --dim D       model width (default 64)
   --out DIR     outputs (default data-bin/demo/retrieval)
 USAGE
 }
 root=$(cd "$(dirname "$0")/.." && pwd)
-updates=2500; dim=32; out=$root/data-bin/demo/retrieval
+updates=3000; dim=64; out=$root/data-bin/demo/retrieval
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
