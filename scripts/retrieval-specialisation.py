@@ -68,41 +68,45 @@ def matched_agreement(choices, preferences, retrievals, gt_retrievals):
     return score, search_map, {s: maps[s, g] for s, g in search_map.items()}, agree
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    if args.examples < 1 or not 0 <= args.example < args.examples:
-        sys.exit(f"{PROG}: error: --example must be in 0..--examples-1 and --examples >= 1")
-    import logging
+class SpecialisationError(Exception):
+    """A checkpoint or split the figure cannot be made from (one line for the user)."""
 
-    import matplotlib
 
-    matplotlib.use("Agg")
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq's logging set-up is DEBUG
-    import matplotlib.pyplot as plt
-    import torch
+def load(checkpoint):
+    """(model, task) of a contextual_retrieval_model checkpoint with compositional attention."""
     from fairseq import checkpoint_utils
 
     import fairseq_plugins  # noqa: F401  (registers the task and model)
-    from fairseq_plugins.data import contextual_retrieval as cr
     from fairseq_plugins.modules.compositional_attention import CompositionalAttention
 
     try:
-        models, _cfg, task = checkpoint_utils.load_model_ensemble_and_task([args.checkpoint])
+        models, _cfg, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
     except FileNotFoundError:
-        sys.exit(f"{PROG}: error: {args.checkpoint}: no such checkpoint")
+        raise SpecialisationError(f"{checkpoint}: no such checkpoint") from None
     model = models[0].eval()
-    attention = getattr(model, "attention", None)
-    if not isinstance(attention, CompositionalAttention):
-        sys.exit(
-            f"{PROG}: error: {args.checkpoint}: value scores exist only for --arch "
-            "contextual_retrieval_model --attention-type compositional"
+    if not isinstance(getattr(model, "attention", None), CompositionalAttention):
+        raise SpecialisationError(
+            f"{checkpoint}: value scores exist only for --arch contextual_retrieval_model "
+            "--attention-type compositional"
         )
-    split = args.split or ("ood" if task.cfg.ood else "valid")
+    return model, task
+
+
+def specialisation(model, task, examples, split=None):
+    """Value scores on ``examples`` evaluation examples (a stream of its own, fixed per seed) and
+    their best-permutation agreement: a dict with split, batch, scores (B, S, n, R), score,
+    chance, search_map, retrieval_maps."""
+    import torch
+
+    from fairseq_plugins.data import contextual_retrieval as cr
+
+    split = split or ("ood" if task.cfg.ood else "valid")
     if split == "ood" and not task.cfg.ood:
-        sys.exit(f"{PROG}: error: --split ood needs a model trained with --ood")
+        raise SpecialisationError("--split ood needs a model trained with --ood")
     setting = task.setting
-    rng = np.random.RandomState([task.cfg.seed, 7])  # a stream of its own, fixed per seed
-    batch = cr.generate(rng, setting, args.examples, task.cfg.ood, split == "ood")
+    rng = np.random.RandomState([task.cfg.seed, 7])
+    batch = cr.generate(rng, setting, examples, task.cfg.ood, split == "ood")
+    attention = model.attention
     attention.keep_value_scores = True
     with torch.no_grad():
         model(torch.from_numpy(batch.tokens).float())
@@ -115,16 +119,34 @@ def main(argv=None):
     )
     shuffled = np.random.RandomState(0).permutation(len(prefs))
     chance = matched_agreement(choices, prefs[shuffled], retrievals, setting.retrievals)[0]
+    return dict(split=split, batch=batch, scores=scores, score=score, chance=chance,
+                search_map=search_map, retrieval_maps=retrieval_maps)  # fmt: skip
 
-    example = scores[args.example]  # (S, n, R)
-    onehots = batch.tokens[args.example, :, setting.searches + setting.retrievals :]
+
+def draw(found, setting, example, out):
+    """The figure: model value-score rows (best-matching order) above the ground-truth rows."""
+    import logging
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq's logging set-up is DEBUG
+    import matplotlib.pyplot as plt
+
+    scores, search_map, retrieval_maps = (
+        found["scores"],
+        found["search_map"],
+        found["retrieval_maps"],
+    )
+    searches, retrievals = scores.shape[1], scores.shape[3]
+    values = scores[example]  # (S, n, R)
+    onehots = found["batch"].tokens[example, :, setting.searches + setting.retrievals :]
     gt_rows = onehots.T  # (S* R*, n): search s', preference r in row s' R* + r
     model_rows, labels = [], []
-    order = sorted(range(searches), key=lambda s: search_map.get(s, searches + s))
-    for s in order:
+    for s in sorted(range(searches), key=lambda s: search_map.get(s, searches + s)):
         rmap = retrieval_maps.get(s, {})
         for r in sorted(range(retrievals), key=lambda r: rmap.get(r, retrievals + r)):
-            model_rows.append(example[s, :, r])
+            model_rows.append(values[s, :, r])
             gt = f" -> GT s{search_map[s]} r{rmap[r]}" if r in rmap else ""
             labels.append(f"model search {s} retrieval {r}{gt}")
     labels += [
@@ -133,23 +155,37 @@ def main(argv=None):
         for r in range(setting.retrievals)
     ]
     matrix = np.concatenate([np.stack(model_rows), gt_rows])
-    height = 0.22 * len(matrix) + 1.2
-    fig, ax = plt.subplots(figsize=(7, height))
+    fig, ax = plt.subplots(figsize=(7, 0.22 * len(matrix) + 1.2))
     ax.imshow(matrix, cmap="Greys_r", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
     ax.axhline(len(model_rows) - 0.5, color="red", linewidth=1)
     ax.set_yticks(range(len(labels)), labels, fontsize=7)  # row 0 at the top, labelled as drawn
     ax.set_xticks(range(setting.objects), [f"obj {i}" for i in range(setting.objects)], fontsize=7)
+    objects = found["batch"].preferences.shape[0] * setting.objects
     ax.set_title(
-        f"value scores (top) vs ground-truth preferences (bottom), {split} example {args.example}\n"
-        f"best-permutation agreement {score:.3f} over {len(prefs)} objects (chance {chance:.3f})",
+        f"value scores (top) vs ground-truth preferences (bottom), {found['split']} example "
+        f"{example}\nbest-permutation agreement {found['score']:.3f} over {objects} objects "
+        f"(chance {found['chance']:.3f})",
         fontsize=8,
     )
     fig.tight_layout()
-    fig.savefig(args.out, dpi=120)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.examples < 1 or not 0 <= args.example < args.examples:
+        sys.exit(f"{PROG}: error: --example must be in 0..--examples-1 and --examples >= 1")
+    try:
+        model, task = load(args.checkpoint)
+        found = specialisation(model, task, args.examples, args.split)
+    except SpecialisationError as error:
+        sys.exit(f"{PROG}: error: {error}")
+    draw(found, task.setting, args.example, args.out)
     print(
-        f"best-permutation agreement {score:.4f} (chance {chance:.4f}) over {len(prefs)} objects "
-        f"of {split}; searches model->GT {search_map}; retrievals {retrieval_maps}; "
-        f"figure {args.out}"
+        f"best-permutation agreement {found['score']:.4f} (chance {found['chance']:.4f}) over "
+        f"{args.examples * task.setting.objects} objects of {found['split']}; searches "
+        f"model->GT {found['search_map']}; retrievals {found['retrieval_maps']}; figure {args.out}"
     )
 
 

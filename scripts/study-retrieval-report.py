@@ -88,9 +88,12 @@ def tables(runs):
 
 
 def plot_curves(runs, curves, png):
+    import logging
+
     import matplotlib
 
     matplotlib.use("Agg")
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     import matplotlib.pyplot as plt
 
     info = {r["run"]: r for r in runs}
@@ -109,14 +112,18 @@ def plot_curves(runs, curves, png):
     cols = min(3, len(panels))
     rows = (len(panels) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    colors, styles = {}, {}
     for ax, key in zip(axes.flat, panels):
         for label in sorted(series[key], key=lambda s: (s.split()[1], model_order(s.split()[0]))):
             by_update = defaultdict(list)
             for u, v in series[key][label]:
                 by_update[u].append(v)
             xs = sorted(by_update)
-            style = "-" if label.startswith("comp") else "--"
-            ax.plot(xs, [statistics.fmean(by_update[x]) for x in xs], style, label=label)
+            model, width = label.split()
+            color = colors.setdefault(model, f"C{len(colors)}")  # one colour per model,
+            style = styles.setdefault(width, ["-", "--", ":"][len(styles) % 3])  # a line per width
+            ys = [statistics.fmean(by_update[x]) for x in xs]
+            ax.plot(xs, ys, style, color=color, label=label)
         mode, setting, subset = key
         which = "held-out" if subset == "ood" else "in-distribution"
         ax.set_title(f"{setting} {mode}: {which} L1 (mean over seeds)", fontsize=9)
@@ -128,6 +135,56 @@ def plot_curves(runs, curves, png):
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     return True
+
+
+def load_script(name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name.replace("-", "_"), ROOT / "scripts" / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def specialisation_section(runs, out, doc, examples=256):
+    """Best-permutation agreement of every compositional run (its best checkpoint, ``examples``
+    evaluation examples of its own split) and the figure of the first 2x4 run of each mode."""
+    figure = load_script("retrieval-specialisation.py")
+    found = defaultdict(list)
+    lines = []
+    for r in runs:
+        ckpt = out / "runs" / r["run"] / "checkpoint_best.pt"
+        if r["attention"] != "compositional" or not ckpt.exists():
+            continue
+        model, task = figure.load(ckpt)
+        result = figure.specialisation(model, task, examples)
+        found[r["mode"], r["setting"], r["model"], int(r["dim"])].append(result)
+        png = doc.with_name(f"{doc.stem}-specialisation-{r['mode']}.png")
+        key = ("drawn", r["mode"])
+        if r["setting"] == "2x4" and key not in found and r["dim"] == "64":
+            figure.draw(result, task.setting, 0, png)
+            found[key] = [r["run"]]
+            lines.append(f"![value scores, {r['run']}]({png.name})")
+    table = [
+        "| setting | data | model | d | seeds | agreement | chance |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for key in sorted(k for k in found if k[0] != "drawn"):
+        results = found[key]
+        which = "held-out" if results[0]["split"] == "ood" else "i.i.d."
+        table.append(
+            f"| {key[1]} | {which} | {key[2]} | {key[3]} | {len(results)} | "
+            + mean_std([x["score"] for x in results])
+            + " | "
+            + f"{statistics.fmean(x['chance'] for x in results):.3f} |"
+        )
+    drawn = [f"`{found['drawn', m][0]}`" for m in ("iid", "ood") if ("drawn", m) in found]
+    intro = (
+        f"Best-permutation agreement of argmax_r c_(i,s,r) with the preference rho_(i,s') "
+        f"({examples * 10:,} objects per run; chance: the same statistic with the preferences "
+        f"shuffled across objects). Figures (example 0): {', '.join(drawn) or 'none'}."
+    )
+    return ["### Retrieval specialisation (Figure 11)", "", intro, "", *table, "", *lines, ""]
 
 
 def write_report(out, doc):
@@ -152,6 +209,7 @@ def write_report(out, doc):
     ]
     if plot_curves(runs, curves, png):
         body += [f"![learning curves]({png.name})", ""]
+    body += specialisation_section(runs, out, doc)
     body.append(END)
     text = doc.read_text() if doc.exists() else f"{BEGIN}\n{END}\n"
     if BEGIN not in text or END not in text:
