@@ -4,19 +4,30 @@ set -euo pipefail
 
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
   cat <<'USAGE'
-Usage: bash scripts/test.sh [PYTEST_ARGS...]
+Usage: bash scripts/test.sh [--fast] [PYTEST_ARGS...]
 
 Sets up ./.venv on first use (scripts/setup.sh), runs `ruff check` and `ruff format --check`,
-then pytest over tests/ (unit tests and end-to-end runs through fairseq's command-line tools).
-Extra arguments go to pytest, e.g. `bash scripts/test.sh -k compositional -x`.
+then pytest over tests/ (unit tests and end-to-end runs through fairseq's command-line tools) and
+prints the 10 slowest tests. Extra arguments go to pytest, e.g. `bash scripts/test.sh -k
+compositional -x`.
+
+  --fast   everything but the tests marked slow (those that run fairseq-train, fairseq-generate
+           or another of fairseq's command-line tools; a test not so marked that starts one
+           fails), lint included: a few minutes on 2 cores. Equivalent: pytest -m "not slow".
 
 The real corpora (Multi30k, WikiText-2, SCAN, COGS) are looked for in $FAIRSEQ_PLUGINS_DATA,
 ../shared/data, then ./corpora; when absent, scripts/get-corpora.sh fetches them into ./corpora.
 If that cannot be done (offline), the tests that need them are skipped under one summary line;
-with FAIRSEQ_PLUGINS_REQUIRE_CORPORA=1 (set by .ci/run) they fail instead.
+with FAIRSEQ_PLUGINS_REQUIRE_CORPORA=1 (set by .ci/run) they fail instead. Tests marked cuda
+are skipped under one summary line without a CUDA device (scripts/gpu-check.sh runs them).
 USAGE
   exit 0
 fi
+
+pytest_args=(--durations=10)
+for arg in "$@"; do
+  if [[ $arg == --fast ]]; then pytest_args+=(-m "not slow"); else pytest_args+=("$arg"); fi
+done
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -34,4 +45,4 @@ if ! python3 fairseq_plugins/corpora.py --prog test.sh check 2>/dev/null; then
     || echo "test.sh: some corpora could not be fetched; the tests that need them are skipped" >&2
 fi
 echo "test.sh: pytest" >&2
-python -m pytest -q "$@"
+python -m pytest -q "${pytest_args[@]}"

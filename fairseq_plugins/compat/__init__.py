@@ -7,6 +7,7 @@
 | keep the last batch | ``fairseq.data.data_utils.batch_by_size`` (``batching.py``) | the wheel drops the last batch when its size is not a multiple of ``--required-batch-size-multiple`` (30 test sentences decode as 24) | 0.12.3 (ve-fairseq) |
 | atomic checkpoint copies | ``fairseq.checkpoint_utils.PathManager`` (``atomic_checkpoints.py``) | ``checkpoint_last.pt`` is written by a plain copy: a kill leaves it truncated | 0.12.x |
 | checkpoint errors that name the file | ``checkpoint_utils.load_checkpoint_to_cpu``, ``checkpoint_utils.load_model_ensemble_and_task``, ``Trainer.load_checkpoint`` (``checkpoint_errors.py``) | refused, corrupt, mismatching or missing checkpoints would show a torch traceback, or (``--restore-file``) silently train from scratch | 0.12.x |
+| ``--bf16`` without a TPU | ``fairseq.dataclass.utils.convert_namespace_to_omegaconf`` (``bf16_without_tpu.py``) | ``--bf16`` implies ``--tpu``: bf16 training on a GPU or CPU crashes asking torch_xla for a device | 0.12.x |
 | one-line errors | ``sys.excepthook`` in fairseq's commands only (``excepthook.py``) | fairseq's CLIs print a traceback for every exception, also for a bad option | any |
 
 The fairseq patches were written against the pinned ``ve-fairseq==0.12.3`` (``requirements.txt``).
@@ -43,8 +44,10 @@ def apply():
         return
     from .atomic_checkpoints import make_checkpoint_copies_atomic
     from .batching import keep_last_batches
+    from .bf16_without_tpu import allow_bf16_without_tpu
     from .checkpoint_errors import install_checkpoint_errors
 
+    allow_bf16_without_tpu()
     keep_last_batches()
     make_checkpoint_copies_atomic()
     install_checkpoint_errors()
