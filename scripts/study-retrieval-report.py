@@ -68,8 +68,8 @@ def tables(runs):
             lines += [f"### {setting} ({title})", ""]
             head = "| model | d | params | seeds | i.i.d. L1 |"
             rule = "|---|---|---|---|---|"
-            if mode == "ood":
-                head += " held-out L1 |"
+            if mode == "ood":  # 'valid' is then the training tuples' distribution
+                head = head.replace("i.i.d. L1", "training-tuples L1") + " held-out L1 |"
                 rule += "---|"
             lines += [head + " CPU s / run |", rule + "---|"]
             keys = sorted(cells, key=lambda k: (k[3], model_order(k[2])))

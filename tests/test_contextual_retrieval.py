@@ -425,5 +425,5 @@ def test_study_runs_resumes_and_reports(tmp_path):
     run(["python", study, "report", "--out", tmp_path / "s", "--doc", doc])
     text = doc.read_text()
     assert text.startswith("# prose\n") and text.endswith("more prose\n") and "old" not in text
-    assert "| comp-s2r4 | 16 | 2,205 | 1 |" in text and "held-out L1" in text
+    assert "| comp-s2r4 | 16 | 2,205 | 1 |" in text and "training-tuples L1 | held-out L1" in text
     assert (tmp_path / "doc-curves.png").stat().st_size > 0
