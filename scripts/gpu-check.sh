@@ -95,7 +95,8 @@ train_run() {  # train_run NAME GPUS -- COMMAND...: on the first GPUS devices; p
   local log=$out/logs/$name.log start=$SECONDS status=pass detail=""
   CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1))) "$@" > "$log" 2>&1 || status=fail
   if ! grep -Eq "num_updates[ =]$updates\b" "$log"; then
-    status=fail; detail="did not reach $updates updates"
+    # the last line of the log says why (pipes would break the Markdown table)
+    status=fail; detail="did not reach $updates updates: $(tail -n 1 "$log" | tr '|\t' '/ ' | cut -c1-160)"
   fi
   local loss
   loss=$(grep -Eo "\| loss [0-9.naninf]+" "$log" | tail -1 | awk '{print $3}' || true)

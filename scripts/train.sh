@@ -27,7 +27,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 [[ -d $root/.venv/bin ]] && export PATH=$root/.venv/bin:$PATH
 data=$1; save=$2; shift 2
 [[ -d $data ]] || { echo "train.sh: DATA_BIN '$data' is not a directory" >&2; exit 2; }
-ls "$data"/dict.*.txt >/dev/null 2>&1 || { echo "train.sh: no dict.*.txt in DATA_BIN '$data' (run fairseq-preprocess)" >&2; exit 2; }
+ls "$data"/dict*.txt >/dev/null 2>&1 || { echo "train.sh: no dict.*.txt in DATA_BIN '$data' (run fairseq-preprocess)" >&2; exit 2; }
 
 nproc=""; cpu=0; port=""; nnodes=1; node_rank=0; master=127.0.0.1; extra=()
 while [[ $# -gt 0 ]]; do

@@ -418,6 +418,7 @@ def test_lm_option_errors_name_the_flag():
         build(["--arch", "variant_transformer_lm", "--copy-decoder"], lm=True)
 
 
+@pytest.mark.slow
 def test_checkpoint_errors_in_process(files):
     from fairseq import checkpoint_utils
 

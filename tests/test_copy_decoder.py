@@ -3,6 +3,7 @@ attention mass scattered onto source tokens, and padding is masked."""
 
 import math
 
+import pytest
 import torch
 from attention_testing import randomize
 from model_testing import build
@@ -61,6 +62,7 @@ def test_gate_zero_gives_the_vocabulary_distribution():
     torch.testing.assert_close(log_p, torch.log_softmax(logits, -1), atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_beam_search_over_a_copy_model_reproduces_an_input_copy_task(tmp_path):
     """Train compgen_rel2_eb_c briefly on target = source; fairseq-generate's beam search must
     then reproduce unseen inputs exactly (the copy distribution carries the tokens)."""

@@ -55,6 +55,7 @@ def trained(wt2_bin, tmp_path_factory):
     return save
 
 
+@pytest.mark.slow
 def test_train_and_eval_lm(wt2_bin, trained):
     assert (trained / "checkpoint_best.pt").is_file()
     log = (trained / "train.log").read_text(encoding="utf-8")
@@ -76,6 +77,7 @@ def test_train_and_eval_lm(wt2_bin, trained):
     assert 2**loss == pytest.approx(ppl, rel=1e-3)
 
 
+@pytest.mark.slow
 def test_eval_lm_rejects_too_large_context(wt2_bin, trained):
     proc = run(
         ["bash", SCRIPTS / "eval-lm.sh", trained / "checkpoint_best.pt", wt2_bin / "bin"],
@@ -86,6 +88,7 @@ def test_eval_lm_rejects_too_large_context(wt2_bin, trained):
     assert "--context-window 400" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_plot_lm_curves(trained, tmp_path):
     out = tmp_path / "lm.png"
     proc = run(["python", SCRIPTS / "plot-curves.py", trained / "train.log", "--out", out], env=ENV)

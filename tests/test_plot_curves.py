@@ -47,6 +47,7 @@ def png_size(path):
     return struct.unpack(">II", data[16:24])
 
 
+@pytest.mark.slow
 def test_parses_both_log_formats(train_logs):
     mod = load_module()
     simple = mod.parse_log(train_logs["simple"])
@@ -86,6 +87,7 @@ def test_parse_line_formats():
     assert mod.parse_line(train) is None
 
 
+@pytest.mark.slow
 def test_writes_png_from_real_logs(train_logs, tmp_path):
     out = tmp_path / "curves.png"
     proc = run(
@@ -102,6 +104,7 @@ def test_writes_png_from_real_logs(train_logs, tmp_path):
     assert w1 < width
 
 
+@pytest.mark.slow
 def test_clear_errors(train_logs, tmp_path):
     no_valid = tmp_path / "no-valid.log"
     no_valid.write_text("2026-01-01 | INFO | fairseq_cli.train | nothing to see\n")

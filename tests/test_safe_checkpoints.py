@@ -38,6 +38,7 @@ def evil_checkpoint(checkpoint, tmp_path):
     return path, marker
 
 
+@pytest.mark.slow
 def test_every_global_in_our_checkpoints_is_registered(checkpoint):
     import fairseq_plugins  # noqa: F401
 
@@ -45,6 +46,7 @@ def test_every_global_in_our_checkpoints_is_registered(checkpoint):
     torch.load(checkpoint)  # weights_only=True is torch's default
 
 
+@pytest.mark.slow
 def test_from_pretrained_validate_and_interactive_load_it(checkpoint, demo_bin, demo_raw):
     from fairseq.models.transformer import TransformerModel
 
@@ -91,6 +93,7 @@ def subprocess_input(cmd, text):
     return proc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "tool",
     [

@@ -287,6 +287,7 @@ TRAIN_ARGS=(--encoder-layers 1 --decoder-layers 1 --encoder-embed-dim 32 --decod
 """
 
 
+@pytest.mark.slow
 def test_compare_nmt_end_to_end(demo_bin, tmp_path):
     cfgs = []
     for name, updates in (("tiny-a", 10), ("tiny-b", 40)):

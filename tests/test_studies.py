@@ -141,6 +141,7 @@ def test_lm_study_configs_same_tokens_and_params():
     assert abs(ratio - 1) < 0.02, n
 
 
+@pytest.mark.slow
 def test_compare_nmt_selection_seeds_resume(demo_bin, tmp_path):
     """Selection (2 candidates), --seeds, --train-args, then a second run that skips everything;
     study-report.py writes the document with the smoke label."""

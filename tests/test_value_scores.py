@@ -3,9 +3,11 @@
 import json
 import sys
 
+import pytest
 from conftest import ROOT, fairseq_train, run
 
 
+@pytest.mark.slow
 def test_value_scores_heatmaps_from_a_checkpoint(demo_bin, tmp_path):
     save = tmp_path / "ckpt"
     fairseq_train(
@@ -34,6 +36,7 @@ def test_value_scores_heatmaps_from_a_checkpoint(demo_bin, tmp_path):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_value_scores_refuses_a_model_without_compositional_attention(demo_bin, tmp_path):
     save = tmp_path / "ckpt"
     fairseq_train(
