@@ -199,7 +199,7 @@ def band_split_available(q, v):
     return (
         _flash_forward is not None
         and _flash_backward is not None
-        and not q.is_cuda
+        and q.device.type == "cpu"  # the flash kernels below are CPU ones (not CUDA, MPS, ...)
         and q.dtype in (torch.float32, torch.float64)
         and q.size(-1) == v.size(-1)
     )
