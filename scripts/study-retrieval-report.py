@@ -59,13 +59,13 @@ def tables(runs):
     for r in runs:
         groups[r["mode"], r["setting"], r["model"], int(r["dim"])].append(r)
     lines = []
-    for mode in ("iid", "ood"):
-        for setting in SETTINGS:
+    for setting in SETTINGS:
+        for mode in ("iid", "ood"):
             cells = {k: v for k, v in groups.items() if k[:2] == (mode, setting)}
             if not cells:
                 continue
-            title = "i.i.d." if mode == "iid" else "OoD (trained on 80% of the preference tuples)"
-            lines += [f"### {setting} ({title})", ""]
+            title = "i.i.d." if mode == "iid" else "OoD, trained on 80% of the preference tuples"
+            lines += [f"### {setting}, {title}", ""]
             head = "| model | d | params | seeds | i.i.d. L1 |"
             rule = "|---|---|---|---|---|"
             if mode == "ood":  # 'valid' is then the training tuples' distribution
@@ -83,7 +83,8 @@ def tables(runs):
                 cpu = statistics.fmean(float(r["cpu_s"]) for r in rows)
                 lines.append(line + f" {cpu:.0f} |")
             baseline = zero_baseline(setting, mode)
-            lines += ["", f"Predicting 0 scores {baseline:.3f} on this evaluation data.", ""]
+            data = "the held-out combinations" if mode == "ood" else "this evaluation data"
+            lines += ["", f"Predicting 0 scores {baseline:.3f} on {data}.", ""]
     return lines
 
 
