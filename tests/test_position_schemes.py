@@ -411,3 +411,28 @@ def test_model_incremental_decoding_equals_full_forward(arch, extra):
             step, _ = model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)
             steps.append(step)
     torch.testing.assert_close(torch.cat(steps, 1), full)
+
+
+@pytest.mark.parametrize("mode,training", [("alibi", True), ("rope", True), ("t5", False)])
+def test_schemes_run_inside_the_one_fused_call(mode, training, monkeypatch):
+    """ALiBi (no parameters) and RoPE (rotated q, k) keep the single fused attention call in
+    training too; the T5 bias does at inference, without gradients (in CPU training its table
+    needs a gradient, which the fused kernel does not give: the explicit path, as rel-b)."""
+    import torch.nn.functional as F
+    from attention_testing import causal_mask
+
+    import fairseq_plugins.modules.biased_attention as biased
+
+    calls = []
+    fused = F.scaled_dot_product_attention
+    monkeypatch.setattr(
+        biased.F, "scaled_dot_product_attention", lambda *a, **k: calls.append(k) or fused(*a, **k)
+    )
+    m = make_attention(mode, causal=True).train(training)
+    m.dropout_module.p = 0.0
+    x = torch.randn(9, 2, D)
+    with torch.set_grad_enabled(training):
+        m(x, x, x, attn_mask=causal_mask(9), need_weights=False)
+    assert len(calls) == 1
+    bias = calls[0]["attn_mask"]
+    assert bias is not None and bias.shape == (2, H, 9, 9)  # the mask, plus the scheme's bias
