@@ -2,6 +2,7 @@
 (scripts/gpu-report.py), and the checks of tests/test_cuda.py run on CPU, so that the GPU
 path's tests keep working where no GPU is."""
 
+import importlib.util
 import json
 import os
 import sys
@@ -21,6 +22,19 @@ from test_cuda import (
 GPU_CHECK = ROOT / "scripts" / "gpu-check.sh"
 REPORT = ROOT / "scripts" / "gpu-report.py"
 NO_CUDA = {"CUDA_VISIBLE_DEVICES": ""}  # no device even on a GPU host
+
+
+def report_main(args, capsys):
+    """scripts/gpu-report.py's main(ARGS) in this process: (exit status, stdout, stderr)."""
+    spec = importlib.util.spec_from_file_location("gpu_report", REPORT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    try:
+        status = module.main([str(a) for a in args])
+    except SystemExit as e:  # argparse errors
+        status = e.code
+    out = capsys.readouterr()
+    return status, out.out, out.err
 
 
 def test_without_cuda_it_says_so_in_one_line_and_exits_0(tmp_path):
@@ -55,7 +69,7 @@ def write_steps(path, rows):
     return path
 
 
-def test_report_writer_json_and_markdown(tmp_path):
+def test_report_writer_json_and_markdown(tmp_path, capsys):
     steps = write_steps(
         tmp_path / "steps.tsv",
         [
@@ -66,12 +80,10 @@ def test_report_writer_json_and_markdown(tmp_path):
     )
     (tmp_path / "junit.xml").write_text(JUNIT)
     prefix = tmp_path / "results" / "gpu-check"
-    proc = run(
-        [sys.executable, REPORT, steps, "--junit", tmp_path / "junit.xml"]
-        + ["--updates", "200", "--out", prefix],
-        check=False,
+    status, stdout, _ = report_main(
+        [steps, "--junit", tmp_path / "junit.xml", "--updates", "200", "--out", prefix], capsys
     )
-    assert proc.returncode == 1  # a step failed
+    assert status == 1  # a step failed
     report = json.loads((tmp_path / "results" / "gpu-check.json").read_text())
     assert report["passed"] is False and report["verdict"] == "FAILED: cuda-tests"
     assert [s["status"] for s in report["steps"]] == ["fail", "pass", "skip"]
@@ -86,28 +98,24 @@ def test_report_writer_json_and_markdown(tmp_path):
     assert report["cuda_tests"]["failed"] == ["tests.test_cuda::test_b[bf16]"]
     assert report["updates"] == 200 and report["machine"]["torch"] == torch.__version__
     md = (tmp_path / "results" / "gpu-check.md").read_text()
-    assert md == proc.stdout
+    assert md == stdout
     assert "| train-stock-1gpu | pass | 12 | last loss 3.21 |" in md
     assert "CUDA tests: 3 run, 1 failed, 0 skipped." in md
     assert "- failed: `tests.test_cuda::test_b[bf16]`" in md
 
 
-def test_report_writer_all_passed_and_bad_steps_file(tmp_path):
+def test_report_writer_all_passed_and_bad_steps_file(tmp_path, capsys):
     steps = write_steps(tmp_path / "steps.tsv", [("bench-decode", "pass", 3, "/l", "")])
     prefix = tmp_path / "r"
-    run([sys.executable, REPORT, steps, "--updates", "200", "--out", prefix])
+    assert report_main([steps, "--updates", "200", "--out", prefix], capsys)[0] == 0
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["passed"] is True and report["cuda_tests"] is None
     assert report["verdict"] == "All steps passed"
     bad = write_steps(tmp_path / "bad.tsv", [("x", "maybe", 1, "/l")])
-    proc = run([sys.executable, REPORT, bad, "--updates", "1", "--out", prefix], check=False)
-    assert proc.returncode == 2
-    assert "bad.tsv:1: not 'name<TAB>pass|fail|skip<TAB>seconds<TAB>log'" in proc.stderr
-    proc = run(
-        [sys.executable, REPORT, tmp_path / "none.tsv", "--updates", "1", "--out", prefix],
-        check=False,
-    )
-    assert proc.returncode == 2 and "none.tsv not found" in proc.stderr
+    status, _, err = report_main([bad, "--updates", "1", "--out", prefix], capsys)
+    assert status == 2 and "bad.tsv:1: not 'name<TAB>pass|fail|skip<TAB>seconds<TAB>log'" in err
+    status, _, err = report_main([tmp_path / "none.tsv", "--updates", "1", "--out", prefix], capsys)
+    assert status == 2 and "none.tsv not found" in err
 
 
 # The CUDA checks on CPU (float32 against float32, bf16 where it is cheap): the test code itself.
