@@ -113,7 +113,10 @@ class ContextualRetrievalDataset(FairseqDataset):
     def collater(self, samples):
         if not samples:
             return {}
-        stack = lambda key: torch.stack([s[key] for s in samples])  # noqa: E731
+
+        def stack(key):
+            return torch.stack([s[key] for s in samples])
+
         return {
             "id": torch.tensor([s["id"] for s in samples]),
             "nsentences": len(samples),
