@@ -70,6 +70,12 @@ ROWS = [
     ("compgen_small_2s", "small-2s (rel2-eb-c, shared)"),
     ("compgen_comp_rel2_eb_c", "comp-rel2-eb-c (new)"),
     ("compgen_comp_rel2_eb_cs", "comp-rel2-eb-cs (new, shared)"),
+    ("compgen_alibi_c", "ALiBi + copy (issue 26)"),
+    ("compgen_t5_c", "T5 bias + copy (issue 26)"),
+    ("compgen_rope_c", "RoPE + copy (issue 26)"),
+    ("compgen_rel_eb_nope_c", "rel-eb enc., NoPE dec. + copy (issue 26)"),
+    ("compgen_ndr_c", "Neural Data Router + copy (issue 26)"),
+    ("compgen_comp_t5_c", "comp. + T5 bias + copy (issue 26)"),
 ]
 _ORDER12 = [c for c, _ in COLUMNS[:12]]
 
@@ -470,12 +476,31 @@ def chart(stats, path):
 
 
 def plan_total():
-    """Cells of compgen-grid.sh (rows x seeds x columns, without the tagging cells of rows that
-    share another row's tagging run), read from its ROWS/COLUMNS/TAGGING arrays."""
-    seeds = {r.split("|")[0]: int(r.split("|")[1]) for r in grid_array("ROWS")}
-    own = [p for p in seeds if tagging_source(p) == p]
-    tasks = [c.split("|")[0] for c in grid_array("COLUMNS")]
-    return sum(sum(seeds[p] for p in (own if t == TAGGING else seeds)) for t in tasks)
+    """Cells of compgen-grid.sh's short grid: its ROWS x COLUMNS (see plan_size)."""
+    return plan_size("ROWS", "COLUMNS")
+
+
+def row_columns(row, tasks):
+    """The columns of TASKS a ROWS entry runs: its fourth field (bash variables expanded), or
+    all of them."""
+    fields = row.split("|")
+    only = fields[3] if len(fields) > 3 else ""
+    for name in ("SEQ2SEQ_COLUMNS", "NEW_SCHEME_COLUMNS"):
+        only = only.replace(f"${name}", grid_variable(name))
+    return [t for t in tasks if not only.split() or t in only.split()]
+
+
+def plan_size(rows_name, columns_name):
+    """Cells of a plan of compgen-grid.sh: each row's seeds times the columns it runs, without
+    the tagging cells of rows that share another row's tagging run."""
+    tasks = [c.split("|")[0] for c in grid_array(columns_name)]
+    total = 0
+    for row in grid_array(rows_name):
+        preset, seeds = row.split("|")[:2]
+        for t in row_columns(row, tasks):
+            if t != TAGGING or tagging_source(preset) == preset:
+                total += int(seeds)
+    return total
 
 
 def generated(rows, stats, cat_rows):
@@ -851,16 +876,8 @@ def grid_variable(name):
 
 
 def paper_plan_total():
-    """Cells of the paper-budget plan (PAPER_ROWS x PAPER_COLUMNS of compgen-grid.sh, each row
-    only on its listed columns, times its seeds)."""
-    seq2seq = grid_variable("SEQ2SEQ_COLUMNS")
-    tasks = [c.split("|")[0] for c in grid_array("PAPER_COLUMNS")]
-    total = 0
-    for row in grid_array("PAPER_ROWS"):
-        _, seeds, _, only = row.split("|")
-        only = only.replace("$SEQ2SEQ_COLUMNS", seq2seq).split()
-        total += int(seeds) * sum(1 for t in tasks if not only or t in only)
-    return total
+    """Cells of the paper-budget plan (PAPER_ROWS x PAPER_COLUMNS of compgen-grid.sh)."""
+    return plan_size("PAPER_ROWS", "PAPER_COLUMNS")
 
 
 def paper_generated(rows, tagging_runs_dir):

@@ -141,7 +141,11 @@ PAPER_COLUMNS=(
 # and comp-rel2-eb-c; the grid did not fit its budget (about 9 CPU hours against 5), and the
 # issue's first cut is the fourth row's extra seed, so rel2-eb-c has 2. compgen_small_2s is the paper's small-2s
 # of Table 4: rel2-eb-c with weight sharing (the preset alone is abs without copy decoder).
-# A fourth field, when present, lists the only columns the row runs.
+# A fourth field, when present, lists the only columns the row runs. The issue-26 rows (ALiBi, T5
+# bias, RoPE, NoPE decoder, the Neural Data Router, each with the copy decoder as the best
+# existing row, and one scheme with compositional attention; T5 until the grid says which scheme
+# is best) run the issue's columns only, 2 seeds as rel2-eb-c: about 4.2 CPU hours.
+NEW_SCHEME_COLUMNS="add addneg reverse dup scan-length cogs"
 ROWS=(
   "compgen_abs|3|"
   "compgen_rel_eb|2|"
@@ -150,6 +154,12 @@ ROWS=(
   "compgen_small_2s|2|--rel-pos eb --rel-pos-cross --copy-decoder"
   "compgen_comp_rel2_eb_c|3|"
   "compgen_comp_rel2_eb_cs|2|"
+  "compgen_alibi_c|2||$NEW_SCHEME_COLUMNS"
+  "compgen_t5_c|2||$NEW_SCHEME_COLUMNS"
+  "compgen_rope_c|2||$NEW_SCHEME_COLUMNS"
+  "compgen_rel_eb_nope_c|2||$NEW_SCHEME_COLUMNS"
+  "compgen_ndr_c|2||$NEW_SCHEME_COLUMNS"
+  "compgen_comp_t5_c|2||$NEW_SCHEME_COLUMNS"
 )
 SEQ2SEQ_COLUMNS="add reverse cogs dup scan-length scan-addjump addneg"
 PAPER_ROWS=(

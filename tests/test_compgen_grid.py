@@ -50,13 +50,32 @@ def test_plan_order_seed_rounds_and_done_cells(tmp_path):
         for line in proc.stdout.splitlines()
         if line.startswith("  ") and "seed " in line
     ]
-    # 7 rows x 9 seq2seq columns (16 row-seeds) + the tagging column without the two rel2 rows
-    assert len(cells) == load_report().plan_total() == 16 * 9 + 12 == 156
+    # 7 rows x 9 seq2seq columns (16 row-seeds) + the tagging column without the two rel2 rows,
+    # + the 6 issue-26 rows on their 6 columns, 2 seeds each
+    assert len(cells) == load_report().plan_total() == 16 * 9 + 12 + 6 * 6 * 2 == 228
+    new_rows = {c[4] for c in cells} - {
+        "compgen_abs",
+        "compgen_rel_eb",
+        "compgen_rel2_eb",
+        "compgen_rel2_eb_c",
+        "compgen_small_2s",
+        "compgen_comp_rel2_eb_c",
+        "compgen_comp_rel2_eb_cs",
+    }
+    assert len(new_rows) == 6
+    assert {c[3] for c in cells if c[4] in new_rows} == {
+        "add",
+        "addneg",
+        "reverse",
+        "dup",
+        "scan-length",
+        "cogs",
+    }
     seeds = [int(c[2]) for c in cells]
     # 2 rows with a third seed (abs, comp-rel2-eb-c) x 9 tasks, + their tagging
     assert seeds == sorted(seeds) and seeds.count(3) == 18 + 2
     assert cells[0] == ["done", "seed", "1", "add", "compgen_abs"]
-    assert cells[1][0] == "todo" and "156 cells, 1 done" in proc.stdout
+    assert cells[1][0] == "todo" and "228 cells, 1 done" in proc.stdout
     assert not (tmp_path / "locks").exists()  # --list starts nothing
     # The tagging column comes right after cogs in every seed round, with the row's tagging arch.
     for seed in (1, 2, 3):
@@ -164,7 +183,8 @@ def test_two_grids_on_one_out_share_the_cells(tmp_path):
     assert [g.returncode for g in grids] == [0, 0], errs
     ran = [line.split() for line in log.read_text().splitlines()]
     cells = [tuple(r[:3]) for r in ran]
-    assert len(cells) == len(set(cells)) == 2 * 16  # 7 rows, 16 row-seeds, 2 columns
+    # 7 rows, 16 row-seeds, + 6 issue-26 rows of 2 seeds, on 2 columns
+    assert len(cells) == len(set(cells)) == 2 * (16 + 12)
     assert len({r[3] for r in ran}) == 2  # both grids ran cells
     with open(results, newline="") as f:
         assert sorted((r["preset"], r["task"], r["seed"]) for r in csv.DictReader(f)) == sorted(
@@ -279,7 +299,7 @@ def test_report_renders_table_categories_and_chart(tmp_path):
         assert rows[name][13] == "**0.800 (1)** (rel-eb's †)"
     assert rows["| small-2s (rel2-eb-c, shared)"][13] == "–"
     assert "† rel2-eb and rel2-eb-c have rel-eb's encoder" in text
-    assert "Runs recorded: 6 of 156 planned" in text
+    assert "Runs recorded: 6 of 228 planned" in text
     seq2seq, tagging = text.split("### COGS (tagging) per generalisation category")
     assert "| pp_recursion | 0.000 |" in seq2seq.split("### COGS (seq2seq)")[1]
     assert "| COGS gen category | compgen_abs<br>cogs_tagging_base (2) |" in tagging
@@ -337,7 +357,11 @@ def test_comparison_with_rel2_eb_c():
 def test_paper_budget_plan_blocks_and_commands(tmp_path):
     """--budget paper: the authors' epochs per column, the issue's blocks in order (all seeds of
     a block before the next), the final checkpoint reported; the short grid is unchanged."""
-    proc = run(["bash", GRID, "--budget", "paper", "--list", "--out", tmp_path], env=ENV)
+    proc = run(
+        ["bash", GRID, "--budget", "paper", "--list", "--out", tmp_path]
+        + ["--csv", tmp_path / "none.csv"],
+        env=ENV,
+    )
     cells = [line.split() for line in proc.stdout.splitlines() if line.startswith("  todo ")]
     assert len(cells) == load_report().paper_plan_total() == 3 * 5 + 4 * 3 * 7 == 99
     tasks = [c[3] for c in cells]
