@@ -457,7 +457,11 @@ def grid_tagging():
     )
     report = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(report)
-    rows = {r.split("|")[0]: r.split("|")[2] for r in report.grid_array("ROWS")}
+    rows = {  # the rows that run the tagging column
+        r.split("|")[0]: r.split("|")[2]
+        for r in report.grid_array("ROWS")
+        if report.row_columns(r, [report.TAGGING])
+    }
     return report.tagging_plan(), rows
 
 
