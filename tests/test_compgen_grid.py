@@ -435,9 +435,15 @@ def test_paper_budget_report(tmp_path):
     report = load_report()
     doc.write_text(f"head\n{report.PAPER_BEGIN}\nold\n{report.PAPER_END}\ntail\n")
     png = tmp_path / "p.png"
+    variants = tmp_path / "v.csv"
+    with variants.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(PAPER_HEADER)
+        for seed, acc in (("1", 0.80), ("2", 0.86)):
+            w.writerow(["official_init", "cogs-tagging", seed, "6032", acc, "9", "d", "gen"])
     report.main(
         ["--budget", "paper", "--csv", str(results), "--doc", str(doc), "--png", str(png)]
-        + ["--tagging-runs", str(tmp_path / "tag")]
+        + ["--tagging-runs", str(tmp_path / "tag"), "--variants-csv", str(variants)]
     )
     text = doc.read_text()
     assert text.startswith("head\n") and text.endswith("tail\n") and "\nold\n" not in text
@@ -457,5 +463,7 @@ def test_paper_budget_report(tmp_path):
     tag_line = next(line for line in text.splitlines() if "`cogs_tagging_tuned`" in line)
     assert "0.770 ± 0.028 (2)" in tag_line and "0.784" in tag_line and "-0.014" in tag_line
     assert "| pp_recursion | 0.250 |" in text
+    variant = next(line for line in text.splitlines() if line.startswith("| `official_init`"))
+    assert "0.830 ± 0.042 (2)" in variant and "| +0.060 [" in variant  # paired: +0.05, +0.07
     assert "Runs recorded: 8 of 99 planned" in text
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
