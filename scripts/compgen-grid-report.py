@@ -857,6 +857,7 @@ def paper_chart(rows, path):
     series = [(p, n) for p, n in PAPER_BUDGET_ROWS] + [
         (p, n.split(" (")[0]) for p, n, _ in PAPER_TAGGING_ROWS
     ]
+    series += [(v, f"tuned, variant {v}") for v in TAGGING_VARIANTS]
     series = [(p, n) for p, n in series if any((p, t) in cells for t, _ in cols)]
     if not series:
         return
@@ -1032,7 +1033,7 @@ def main(argv=None):
         else:
             write_block(args.doc, PAPER_BEGIN, PAPER_END, block)
         if args.png:
-            paper_chart(rows, args.png)
+            paper_chart(list(rows) + list(variant_rows), args.png)
         return
     stats = summarize(rows)
     runs = args.runs if Path(args.runs).is_dir() else None
