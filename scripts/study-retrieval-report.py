@@ -170,7 +170,8 @@ def specialisation_section(runs, out, doc, examples=256):
         "| setting | data | model | d | seeds | agreement | chance |",
         "|---|---|---|---|---|---|---|",
     ]
-    for key in sorted(k for k in found if k[0] != "drawn"):
+    cells = [k for k in found if k[0] != "drawn"]
+    for key in sorted(cells, key=lambda k: (list(SETTINGS).index(k[1]), k[0], k[3])):
         results = found[key]
         which = "held-out" if results[0]["split"] == "ood" else "i.i.d."
         table.append(
