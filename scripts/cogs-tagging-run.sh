@@ -208,9 +208,11 @@ for ((seed = first_seed; seed <= last_seed; seed++)); do
   wall=$(total "$run_dir/wall.pieces")
   cpu=$(total "$run_dir/cpu.pieces")
   head_used=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['parent_head'])" "$run_dir/pred/test.scores.json")
-  python - "$csv" "$run_dir" "$report_checkpoint" "$grid_row" "$preset" "$seed" "${updates:-0}" \
+  RESULTS_CSV_LIB=$root/scripts/lib python - "$csv" "$run_dir" "$report_checkpoint" "$grid_row" "$preset" "$seed" "${updates:-0}" \
     "$n_train" "$head_used" "$wall" "${extra[*]:-}" "$threads" "$cpu" "$parent_head" <<'PY' || die "could not append to $csv"
-import csv, datetime, json, os, sys
+import datetime, json, os, sys
+sys.path.insert(0, os.environ["RESULTS_CSV_LIB"])
+import results_csv
 path, run_dir, report, row, preset, seed, updates, n_train, head, wall, extra, threads, cpu, head_opt = (
     sys.argv[1:]
 )
@@ -236,27 +238,10 @@ else:
     rows = [[preset, "cogs-tagging", seed, updates, s, f"{v['accuracy']:.6f}",
              f"{v['lf_accuracy']:.6f}", v["total"], n_train, head, wall, now, extra, report]
             for s, v in scores.items()]
-new = not os.path.exists(path) or os.path.getsize(path) == 0
-if not new:
-    with open(path, newline="") as f:
-        old = list(csv.reader(f))
-    if old[0] != header:
-        if old[0] != header[: len(old[0])]:
-            sys.exit(f"cogs-tagging-run.sh: {path}: header {','.join(old[0])} is not the expected "
-                     f"{','.join(header)}")
-        # An older CSV without the newer columns: rewrite it with them (empty), atomically.
-        tmp = path + ".tmp"
-        with open(tmp, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(header)
-            for r in old[1:]:
-                w.writerow(r + [""] * (len(header) - len(r)))
-        os.replace(tmp, path)
-with open(path, "a", newline="") as f:
-    w = csv.writer(f)
-    if new:
-        w.writerow(header)
-    w.writerows(rows)
+try:
+    results_csv.append_rows(path, header, rows)
+except results_csv.HeaderError as e:
+    sys.exit(f"cogs-tagging-run.sh: {e}")
 PY
   echo "cogs-tagging-run.sh: $preset${grid_row:+ ($grid_row)} seed $seed: $(grep -E '^(test|gen):' "$run_dir/predict${sfx}.txt" | tr '\n' ' ')($report_checkpoint checkpoint) after $updates updates, ${wall}s (CPU ${cpu}s) -> $csv" >&2
 done

@@ -227,9 +227,11 @@ for ((seed = first_seed; seed <= last_seed; seed++)); do
   end_piece
   wall=$(total "$run_dir/wall.pieces")
   cpu=$(total "$run_dir/cpu.pieces")
-  python - "$csv" "$run_dir" "$report_checkpoint" "$preset" "$task" "$seed" "${updates:-0}" \
+  RESULTS_CSV_LIB=$root/scripts/lib python - "$csv" "$run_dir" "$report_checkpoint" "$preset" "$task" "$seed" "${updates:-0}" \
     "$wall" "$split" "$n_test" "$n_train" "$beam" "${extra[*]:-}" "$threads" "$cpu" <<'PY' || die "could not append to $csv"
-import csv, datetime, json, os, sys
+import datetime, json, os, sys
+sys.path.insert(0, os.environ["RESULTS_CSV_LIB"])
+import results_csv
 path, run_dir, report, *fields = sys.argv[1:]
 acc = {}
 for which, sfx in (("best", ""), ("last", "-last")):
@@ -242,26 +244,10 @@ preset, task, seed, updates, wall, split, n_test, n_train, beam, extra, threads,
 row = [preset, task, seed, updates, acc[report], wall,
        datetime.datetime.now().isoformat(timespec="seconds"), split, n_test, n_train, beam, extra,
        threads, cpu, report, acc["best"], acc.get("last", "")]
-new = not os.path.exists(path) or os.path.getsize(path) == 0
-if not new:
-    with open(path, newline="") as f:
-        old = list(csv.reader(f))
-    if old[0] != header:
-        if old[0] != header[: len(old[0])]:
-            sys.exit(f"compgen-run.sh: {path}: unexpected header {','.join(old[0])}")
-        # An older CSV without the newer columns: rewrite it with them (empty), atomically.
-        tmp = path + ".tmp"
-        with open(tmp, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(header)
-            for r in old[1:]:
-                w.writerow(r + [""] * (len(header) - len(r)))
-        os.replace(tmp, path)
-with open(path, "a", newline="") as f:
-    w = csv.writer(f)
-    if new:
-        w.writerow(header)
-    w.writerow(row)
+try:
+    results_csv.append_rows(path, header, [row])
+except results_csv.HeaderError as e:
+    sys.exit(f"compgen-run.sh: {e}")
 PY
   reported=$run_dir/accuracy.json
   [[ $report_checkpoint == last ]] && reported=$run_dir/accuracy-last.json
