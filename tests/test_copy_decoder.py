@@ -6,8 +6,7 @@ import math
 import pytest
 import torch
 from attention_testing import randomize
-from model_testing import build
-from test_variant_models import TINY, batch
+from model_testing import TINY, batch, build
 
 from fairseq_plugins.modules.copy_generator import CopyGenerator
 

@@ -20,7 +20,7 @@ import itertools
 import pytest
 import torch
 from attention_testing import causal_mask, padding_mask, randomize
-from model_testing import build
+from model_testing import TINY, batch, build
 from test_dtypes import (
     assert_close_to_float32,
     assert_grads_close,
@@ -28,7 +28,6 @@ from test_dtypes import (
     in_dtype,
 )
 from test_numerical_safety import KINDS, inputs, make_attention
-from test_variant_models import TINY, batch
 
 pytestmark = pytest.mark.cuda
 

@@ -15,7 +15,7 @@ import copy
 import pytest
 import torch
 from attention_testing import causal_mask, padding_mask, randomize
-from model_testing import build
+from model_testing import TINY, batch, build
 from test_numerical_safety import (
     FUSIONS,
     KDIM,
@@ -29,7 +29,6 @@ from test_numerical_safety import (
     inputs,
     make_attention,
 )
-from test_variant_models import TINY, batch
 
 from fairseq_plugins.modules import compositional_attention, relative_positions
 from fairseq_plugins.modules.copy_generator import COPY_PROJECTIONS, CopyGenerator

@@ -10,8 +10,7 @@ from fairseq.models.transformer import TransformerConfig
 from fairseq.modules import MultiheadAttention
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from model_testing import build
-from test_variant_models import TINY
+from model_testing import TINY, build
 
 from fairseq_plugins.modules.compositional_attention import CompositionalAttention
 from fairseq_plugins.modules.copy_generator import CopyGenerator

@@ -356,8 +356,7 @@ def test_gumbel_in_eval_without_gumbel_is_refused_naming_the_flag():
 def test_gumbel_in_eval_reaches_every_attention_of_a_model():
     """Through the model options: in evaluation mode every compositional attention keeps its
     noise, so two passes differ; without the option they are identical."""
-    from model_testing import build
-    from test_variant_models import TINY, batch, full_log_probs
+    from model_testing import TINY, batch, build, full_log_probs
 
     base = ["--arch", "variant_transformer", "--attention-type", "compositional"]
     base += ["--num-retrievals", "2", "--retrieval-qk-dim", "8", "--retrieval-gumbel"]

@@ -8,8 +8,7 @@ import pytest
 import torch
 from attention_testing import causal_mask, padding_mask, randomize
 from conftest import train_then_generate
-from model_testing import build
-from test_variant_models import TINY, batch, full_log_probs
+from model_testing import TINY, assert_padding_invariant, batch, build, full_log_probs
 
 from fairseq_plugins.modules.compositional_attention import CompositionalAttention
 from fairseq_plugins.modules.relative_positions import build_relative_positions
@@ -204,14 +203,7 @@ def test_incremental_decoding_equals_full_forward_with_beam_reordering(name):
 
 @pytest.mark.parametrize("name", list(REALFORMER_VARIANTS))
 def test_padding_invariance(name):
-    model = realformer_model(name)
-    src, lengths, tgt = batch()
-    with torch.no_grad():
-        batched = full_log_probs(model, src, lengths, tgt)
-        for b in (1, 2):
-            real = src[b : b + 1, src.size(1) - lengths[b] :]
-            alone = full_log_probs(model, real, lengths[b : b + 1], tgt[b : b + 1])
-            torch.testing.assert_close(batched[b : b + 1], alone, atol=2e-5, rtol=1e-5)
+    assert_padding_invariant(realformer_model(name))
 
 
 def test_three_independent_carries_and_none_for_the_copy_attention():

@@ -4,18 +4,14 @@ pass (also after beam reordering), is invariant to padding, and layer sharing re
 import pytest
 import torch
 from attention_testing import randomize
-from model_testing import build, toy_dictionary
-
-TINY = ["--encoder-embed-dim", "32", "--decoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64"]
-TINY += [
-    "--decoder-ffn-embed-dim",
-    "64",
-    "--encoder-attention-heads",
-    "4",
-    "--decoder-attention-heads",
-    "4",
-]
-TINY += ["--encoder-layers", "3", "--decoder-layers", "2", "--dropout", "0"]
+from model_testing import (
+    TINY,
+    assert_padding_invariant,
+    batch,
+    build,
+    full_log_probs,
+    toy_dictionary,
+)
 
 VARIANTS = {
     "stock": ["--arch", "variant_transformer"],
@@ -131,22 +127,6 @@ def model_for(name):
     return randomize(model, std=0.2).eval()
 
 
-def batch():
-    g = torch.Generator().manual_seed(1)
-    src = torch.randint(4, 24, (3, 7), generator=g)
-    src[1, :2] = 1  # left padding, as fairseq batches sources
-    src[2, :4] = 1
-    src[:, -1] = 2  # eos
-    tgt = torch.randint(4, 24, (3, 5), generator=g)
-    tgt[:, 0] = 2  # prev_output_tokens start with eos
-    return src, (src != 1).sum(1), tgt
-
-
-def full_log_probs(model, src, lengths, tgt):
-    out = model(src, lengths, tgt)
-    return model.get_normalized_probs(out, log_probs=True)
-
-
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_incremental_decoding_equals_full_forward_with_beam_reordering(name):
     model = model_for(name)
@@ -181,14 +161,7 @@ def test_incremental_decoding_equals_full_forward_with_beam_reordering(name):
 
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_padding_invariance(name):
-    model = model_for(name)
-    src, lengths, tgt = batch()
-    with torch.no_grad():
-        batched = full_log_probs(model, src, lengths, tgt)
-        for b in (1, 2):
-            real = src[b : b + 1, src.size(1) - lengths[b] :]
-            alone = full_log_probs(model, real, lengths[b : b + 1], tgt[b : b + 1])
-            torch.testing.assert_close(batched[b : b + 1], alone, atol=2e-5, rtol=1e-5)
+    assert_padding_invariant(model_for(name))
 
 
 def test_layer_sharing_ties_parameters_but_keeps_separate_decoding_states():
