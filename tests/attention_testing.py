@@ -57,3 +57,24 @@ def decode_step_by_step(attn, x, encoder_out=None, encoder_padding_mask=None, re
             )
         outputs.append(out)
     return torch.cat(outputs, dim=0)
+
+
+def assert_padding_invariant(self_attn, cross_attn, dim, short=4, long=7):
+    """A left-padded source sentence of SHORT tokens in a batch padded to LONG gives the same
+    encoder self-attention output, and the same decoder-to-encoder attention output for a
+    query, as the sentence alone (fairseq left-pads sources)."""
+    s = torch.randn(short, 1, dim)
+    alone, _ = self_attn(s, s, s, need_weights=False)
+    batch = torch.randn(long, 2, dim)
+    batch[long - short :, 1:2] = s
+    mask = padding_mask([long, short], long, left=True)
+    out, _ = self_attn(batch, batch, batch, key_padding_mask=mask, need_weights=False)
+    torch.testing.assert_close(out[long - short :, 1:2], alone, atol=1e-5, rtol=1e-5)
+    y = torch.randn(3, 1, dim)
+    cross_alone, _ = cross_attn(y, s, s, need_weights=False)
+    y2 = torch.cat([y, torch.randn(3, 1, dim)], dim=1)
+    batch2 = torch.randn(long, 2, dim)
+    batch2[long - short :, 0:1] = s
+    mask2 = padding_mask([short, long], long, left=True)
+    cross, _ = cross_attn(y2, batch2, batch2, key_padding_mask=mask2, need_weights=False)
+    torch.testing.assert_close(cross[:, 0:1], cross_alone, atol=1e-5, rtol=1e-5)

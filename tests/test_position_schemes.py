@@ -319,28 +319,12 @@ def test_scheme_incremental_decoding_equals_full_forward(mode, compositional):
 @pytest.mark.parametrize("mode", ATTENTION_SCHEMES)
 @pytest.mark.parametrize("compositional", [False, True])
 def test_scheme_padding_invariance(mode, compositional):
-    from attention_testing import padding_mask
+    from attention_testing import assert_padding_invariant
 
     torch.manual_seed(4)
     m = make_attention(mode, compositional=compositional)  # encoder self-attention
     c = make_attention(mode, cross=True, compositional=compositional, seed=1)
-    s = torch.randn(5, 1, D)
-    alone, _ = m(s, s, s, need_weights=False)
-    batch = torch.randn(8, 2, D)
-    batch[3:, 1:2] = s  # left-padded, as fairseq batches sources
-    out, _ = m(
-        batch, batch, batch, key_padding_mask=padding_mask([8, 5], 8, left=True), need_weights=False
-    )
-    torch.testing.assert_close(out[3:, 1:2], alone, atol=1e-5, rtol=1e-5)
-    y = torch.randn(3, 1, D)
-    cross_alone, _ = c(y, s, s, need_weights=False)
-    y2 = torch.cat([y, torch.randn(3, 1, D)], dim=1)
-    batch2 = torch.randn(8, 2, D)
-    batch2[3:, 0:1] = s
-    cross, _ = c(
-        y2, batch2, batch2, key_padding_mask=padding_mask([5, 8], 8, left=True), need_weights=False
-    )
-    torch.testing.assert_close(cross[:, 0:1], cross_alone, atol=1e-5, rtol=1e-5)
+    assert_padding_invariant(m, c, D, short=5, long=8)
 
 
 @pytest.mark.parametrize("mode", ATTENTION_SCHEMES)
