@@ -391,12 +391,17 @@ def nmt_doc(out, smoke):
             )
             sig_bs, sig_ar = r["p_bs"] < 0.05, r["p_ar"] < 0.05
             direction = "better" if r["delta"] > 0 else "worse"
+            # Both tests resample test sentences of one trained model: they say nothing about
+            # the variance between training seeds, so the verdict names its scope.
             if sig_bs and sig_ar:
-                verdict = f"significantly {direction} (both tests, p < 0.05)"
+                verdict = (
+                    f"{direction} on the test sentences at this training seed (both "
+                    "sentence-resampling tests p < 0.05; no test across training seeds)"
+                )
             elif sig_bs or sig_ar:
-                verdict = "significant in one test only (p < 0.05): no firm difference"
+                verdict = "p < 0.05 in one sentence-resampling test only: no firm difference"
             else:
-                verdict = "not significantly different (p >= 0.05 in both tests)"
+                verdict = "no difference on the test sentences (p >= 0.05 in both tests)"
             lines.append(
                 f"- {r['system']}{f' (seed {s})' if s else ''}: BLEU {r['delta']:+.2f} vs "
                 f"{baseline} (paired bootstrap p = {r['p_bs']:.4f}, approximate randomization "
