@@ -141,14 +141,6 @@ fi
 exec 7>&-
 n_train=$(wc -l <"$data/train.src")
 n_gen=$(wc -l <"$data/gen.src")
-if [[ -n $epochs ]]; then
-  max_update=$((epochs * (n_train / 64)))
-  ((max_update >= 1)) || die "--epochs $epochs: $n_train training examples make no full batch of 64"
-fi
-if [[ -z $warmup ]]; then
-  warmup=$((max_update / 10 < 4000 ? max_update / 10 : 4000))
-  ((warmup >= 1)) || warmup=1
-fi
 head_args=()
 [[ -n $parent_head ]] && head_args=(--parent-head "$parent_head")
 threads=$OMP_NUM_THREADS
@@ -175,8 +167,9 @@ PY
 }
 
 prog=cogs-tagging-run.sh
-source "$root/scripts/lib/run-pieces.sh"  # seed_range, start_seed, train_seed, end_training,
-# end_piece, total; traps
+source "$root/scripts/lib/run-pieces.sh"  # set_budget, seed_range, start_seed, train_seed,
+# end_training, end_piece, total; traps
+set_budget "$n_train"
 
 seed_range
 mkdir -p "$(dirname "$csv")"

@@ -610,6 +610,17 @@ def _mean_std(values):
     )
 
 
+def _t_interval(d):
+    """Mean of the paired differences D and the half-width of its 95% t-interval (None with
+    fewer than 2 differences or none spread: no interval)."""
+    from scipy import stats as sps
+
+    mean = statistics.fmean(d)
+    if len(d) < 2 or statistics.stdev(d) == 0:
+        return mean, None
+    return mean, sps.t.ppf(0.975, len(d) - 1) * statistics.stdev(d) / len(d) ** 0.5
+
+
 def _ms_text(st, digits=3):
     if st is None:
         return "–"
@@ -694,10 +705,8 @@ def paired_comparison(rows):
             a = [cells[comp, task][s]["accuracy"] for s in seeds]
             b = [cells[base, task][s]["accuracy"] for s in seeds]
             d = [x - y for x, y in zip(a, b)]
-            mean = statistics.fmean(d)
-            if len(d) > 1 and statistics.stdev(d) > 0:
-                sd = statistics.stdev(d)
-                half = sps.t.ppf(0.975, len(d) - 1) * sd / len(d) ** 0.5
+            mean, half = _t_interval(d)
+            if half is not None:
                 ci = f"[{mean - half:+.3f}, {mean + half:+.3f}]"
                 p = f"{sps.ttest_rel(a, b).pvalue:.3f}"
                 verdict = (
@@ -761,8 +770,6 @@ TAGGING_VARIANTS = {  # scripts/cogs-tagging-variants.sh: the one factor each ch
 
 def variants_table(rows, variant_rows):
     """Each variant of the tuned tagging model against cogs_tagging_tuned, paired by seed."""
-    from scipy import stats as sps
-
     if not variant_rows:
         return "No variant run recorded yet (scripts/cogs-tagging-variants.sh).\n"
     base = {r["seed"]: r for r in rows if r["preset"] == "cogs_tagging_tuned"}
@@ -775,12 +782,13 @@ def variants_table(rows, variant_rows):
         final = _mean_std([runs[s]["accuracy"] for s in runs])
         best = _mean_std([runs[s]["accuracy_best"] for s in runs])
         d = [runs[s]["accuracy"] - base[s]["accuracy"] for s in seeds]
-        if len(d) > 1 and statistics.stdev(d) > 0:
-            half = sps.t.ppf(0.975, len(d) - 1) * statistics.stdev(d) / len(d) ** 0.5
-            mean = statistics.fmean(d)
-            ci = f"{mean:+.3f} [{mean - half:+.3f}, {mean + half:+.3f}]"
+        if not d:
+            ci = "–"
         else:
-            ci = f"{statistics.fmean(d):+.3f}" if d else "–"
+            mean, half = _t_interval(d)
+            ci = f"{mean:+.3f}" + (
+                "" if half is None else f" [{mean - half:+.3f}, {mean + half:+.3f}]"
+            )
         table.append(
             [
                 f"`{name}`",
@@ -861,6 +869,7 @@ def paper_chart(rows, path):
     series = [(p, n) for p, n in series if any((p, t) in cells for t, _ in cols)]
     if not series:
         return
+    tagging_paper = {row: value for row, _, value in PAPER_TAGGING_ROWS}  # Table 5
     fig, ax = plt.subplots(figsize=(12, 5))
     width = 0.8 / len(series)
     for i, (p, name) in enumerate(series):
@@ -874,12 +883,7 @@ def paper_chart(rows, path):
             xs.append(x), ys.append(st[0]), es.append(st[1])
             best = _mean_std([r["accuracy_best"] for r in runs])
             bs.append((x, best[0] if best else None))
-            v = (
-                PAPER_TAGGING.get("compgen_abs")
-                if p == "cogs_tagging_base"
-                else (PAPER_TAGGING_TUNED if p == "cogs_tagging_tuned" else paper_value(p, t))
-            )
-            pv.append((x, v))
+            pv.append((x, tagging_paper.get(p) if t == TAGGING else paper_value(p, t)))
         ax.bar(xs, ys, width, yerr=es, capsize=2, label=name)
         ax.scatter(
             [x for x, b in bs if b is not None],

@@ -167,15 +167,6 @@ n_train=$(wc -l <"$data/raw/train.tgt")
 # Generation may stop one token after the longest reference: longer outputs are wrong anyway.
 max_len=$(awk '{ if (NF > m) m = NF } END { print m + 1 }' "$data/raw/$split.tgt")
 threads=$OMP_NUM_THREADS
-if [[ -n $epochs ]]; then
-  max_update=$((epochs * (n_train / 64)))
-  ((max_update >= 1)) || die "--epochs $epochs: $n_train training examples make no full batch of 64"
-fi
-# Warm-up: the paper's 4000, scaled down for short runs.
-if [[ -z $warmup ]]; then
-  warmup=$((max_update / 10 < 4000 ? max_update / 10 : 4000))
-  ((warmup >= 1)) || warmup=1
-fi
 
 # Is (preset, task, seed) with these data sizes already a row of the CSV?
 recorded() {
@@ -192,8 +183,9 @@ PY
 }
 
 prog=compgen-run.sh
-source "$root/scripts/lib/run-pieces.sh"  # seed_range, start_seed, train_seed, end_training,
-# end_piece, total; traps
+source "$root/scripts/lib/run-pieces.sh"  # set_budget, seed_range, start_seed, train_seed,
+# end_training, end_piece, total; traps
+set_budget "$n_train"
 
 seed_range
 mkdir -p "$(dirname "$csv")"

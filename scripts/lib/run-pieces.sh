@@ -28,6 +28,18 @@ trap 'exit 143' TERM
 # The steps of one seed that both run scripts share. They read the caller's prog (its name, for
 # messages), resume, csv, seed, max_update, run_dir, recorded() and die() (train_seed also root,
 # lr, warmup and extra); seed_range reads seeds and only_seed.
+set_budget() { # set_budget N_TRAIN: max_update from --epochs (N * floor(N_TRAIN / 64) updates, the
+  # authors' loader drops the last partial batch) when given; warmup, when not given, the paper's
+  # 4000 scaled down for short runs (max_update / 10). Reads and sets epochs, max_update, warmup.
+  if [[ -n $epochs ]]; then
+    max_update=$((epochs * ($1 / 64)))
+    ((max_update >= 1)) || die "--epochs $epochs: $1 training examples make no full batch of 64"
+  fi
+  if [[ -z $warmup ]]; then
+    warmup=$((max_update / 10 < 4000 ? max_update / 10 : 4000))
+    ((warmup >= 1)) || warmup=1
+  fi
+}
 seed_range() { # sets first_seed and last_seed: --seed S alone, or 1..--seeds
   if [[ -n $only_seed ]]; then
     first_seed=$only_seed last_seed=$only_seed
