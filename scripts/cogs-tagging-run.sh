@@ -185,13 +185,10 @@ for ((seed = first_seed; seed <= last_seed; seed++)); do
       "${head_args[@]}"
   fi
   end_training
-  checkpoints=(best)
-  [[ $report_checkpoint == last ]] && checkpoints+=(last)
+  evaluated_checkpoints
   for which in "${checkpoints[@]}"; do
     sfx=""
     [[ $which == last ]] && sfx=-last
-    [[ -f $run_dir/checkpoints/checkpoint_$which.pt ]] ||
-      die "no checkpoint_$which.pt after training, see $run_dir/train.log"
     python "$root/scripts/cogs-tagging-predict.py" "$data" "$run_dir/checkpoints/checkpoint_$which.pt" \
       --split test --split gen --outdir "$run_dir/pred$sfx" >"$run_dir/predict$sfx.txt" \
       2>"$run_dir/predict$sfx.log" || die "cogs-tagging-predict.py failed, see $run_dir/predict$sfx.log"

@@ -199,13 +199,10 @@ for ((seed = first_seed; seed <= last_seed; seed++)); do
   end_training
   # The best checkpoint's files keep their names (generate.out, accuracy.json); the final
   # checkpoint's get a -last suffix.
-  checkpoints=(best)
-  [[ $report_checkpoint == last ]] && checkpoints+=(last)
+  evaluated_checkpoints
   for which in "${checkpoints[@]}"; do
     sfx=""
     [[ $which == last ]] && sfx=-last
-    [[ -f $run_dir/checkpoints/checkpoint_$which.pt ]] ||
-      die "no checkpoint_$which.pt after training, see $run_dir/train.log"
     fairseq-generate "$data/bin" --user-dir "$root/fairseq_plugins" --task translation_accuracy \
       --path "$run_dir/checkpoints/checkpoint_$which.pt" --gen-subset test --beam "$beam" \
       --batch-size 128 --required-batch-size-multiple 1 --max-len-a 0 --max-len-b "$max_len" \

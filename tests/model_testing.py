@@ -74,3 +74,12 @@ def assert_padding_invariant(model):
             real = src[b : b + 1, src.size(1) - lengths[b] :]
             alone = full_log_probs(model, real, lengths[b : b + 1], tgt[b : b + 1])
             torch.testing.assert_close(batched[b : b + 1], alone, atol=2e-5, rtol=1e-5)
+
+
+def tiny_model(arch_args, std=0.2):
+    """A TINY model of ARCH_ARGS, seeded, its weights randomized (std), in evaluation mode."""
+    from attention_testing import randomize
+
+    torch.manual_seed(0)
+    model, _ = build(arch_args + TINY)
+    return randomize(model, std=std).eval()

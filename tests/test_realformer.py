@@ -8,7 +8,7 @@ import pytest
 import torch
 from attention_testing import causal_mask, padding_mask, randomize
 from conftest import train_then_generate
-from model_testing import TINY, assert_padding_invariant, batch, build, full_log_probs
+from model_testing import TINY, assert_padding_invariant, batch, build, full_log_probs, tiny_model
 
 from fairseq_plugins.modules.compositional_attention import CompositionalAttention
 from fairseq_plugins.modules.relative_positions import build_relative_positions
@@ -163,9 +163,7 @@ REALFORMER_VARIANTS = {
 
 
 def realformer_model(name):
-    torch.manual_seed(0)
-    model, _ = build(REALFORMER_VARIANTS[name] + TINY)
-    return randomize(model, std=0.2).eval()
+    return tiny_model(REALFORMER_VARIANTS[name])
 
 
 def decode_incrementally(model, src, lengths, tgt, state=None):

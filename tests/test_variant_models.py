@@ -10,6 +10,7 @@ from model_testing import (
     batch,
     build,
     full_log_probs,
+    tiny_model,
     toy_dictionary,
 )
 
@@ -122,9 +123,7 @@ VARIANTS = {
 
 
 def model_for(name):
-    torch.manual_seed(0)
-    model, _ = build(VARIANTS[name] + TINY)
-    return randomize(model, std=0.2).eval()
+    return tiny_model(VARIANTS[name])
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))

@@ -40,6 +40,16 @@ set_budget() { # set_budget N_TRAIN: max_update from --epochs (N * floor(N_TRAIN
     ((warmup >= 1)) || warmup=1
   fi
 }
+evaluated_checkpoints() { # sets checkpoints to the names evaluated after training: best, and
+  # last with --report-checkpoint last (reads report_checkpoint), each checked to exist
+  checkpoints=(best)
+  [[ $report_checkpoint == last ]] && checkpoints+=(last)
+  local which
+  for which in "${checkpoints[@]}"; do
+    [[ -f $run_dir/checkpoints/checkpoint_$which.pt ]] ||
+      die "no checkpoint_$which.pt after training, see $run_dir/train.log"
+  done
+}
 seed_range() { # sets first_seed and last_seed: --seed S alone, or 1..--seeds
   if [[ -n $only_seed ]]; then
     first_seed=$only_seed last_seed=$only_seed
