@@ -10,7 +10,7 @@ from typing import Optional
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 
-from .errors import PluginConfigError
+from plugin_tools.errors import PluginConfigError
 from .modules.attention_registry import ATTENTION_TYPES, ENCODER_ATTENTION_TYPES
 from .modules.compositional_attention import RETRIEVAL_SCORINGS
 from .modules.copy_generator import COPY_PROJECTIONS

@@ -84,7 +84,7 @@ def predict_split(model, task, split, batch_size, use_cuda):
 
 
 def write_predictions(path, records, dataset):
-    from fairseq_plugins.data import cogs_tags as ct
+    from plugin_tools import cogs_tags as ct
 
     with open(path, "w", encoding="utf-8") as f:
         for idx, category, rows, tags_ok, lf_ok in records:
@@ -105,7 +105,7 @@ def main(argv=None):
         raise CliError(f"--batch-size {args.batch_size}: must be >= 1")
     import torch
 
-    from fairseq_plugins.metrics.tagging_accuracy import format_table, score_tagging
+    from plugin_tools.tagging_accuracy import format_table, score_tagging
 
     model, task = load(args)
     use_cuda = torch.cuda.is_available() and not args.cpu
@@ -144,7 +144,7 @@ if __name__ == "__main__":
     except OSError as e:
         sys.exit(f"cogs-tagging-predict: {e.filename or ''}: {e.strerror or e}")
     except Exception as e:  # plugin errors (bad checkpoint, bad files): one line
-        from fairseq_plugins.errors import PluginError
+        from plugin_tools.errors import PluginError
 
         if isinstance(e, PluginError):
             sys.exit(f"cogs-tagging-predict: {e}")

@@ -52,7 +52,7 @@ import sys
 
 import fairseq_plugins  # noqa: F401  (safe globals for weights_only loading)
 from fairseq import checkpoint_utils
-from fairseq_plugins.errors import PREFIX, PluginError
+from plugin_tools.errors import PREFIX, PluginError
 
 try:
     state = checkpoint_utils.load_checkpoint_to_cpu(sys.argv[1])

@@ -16,7 +16,7 @@ of every file. Files already present and verified are skipped, so it is safe to 
   --timeout SECONDS   per connection (default 15); an unreachable host is tried once.
 
 Where the tools look for the corpora, per corpus: $FAIRSEQ_PLUGINS_DATA/NAME when that is set,
-else ../shared/data/NAME beside the checkout, else ./corpora/NAME (fairseq_plugins/corpora.py).
+else ../shared/data/NAME beside the checkout, else ./corpora/NAME (plugin_tools/corpora.py).
 Offline it prints one line per corpus it could not fetch, saying which files to put where by
 hand, and exits 1. FAIRSEQ_PLUGINS_CORPORA_URL replaces https://raw.githubusercontent.com.
 USAGE
@@ -25,4 +25,4 @@ for arg in "$@"; do case "$arg" in -h|--help) usage; exit 0 ;; esac; done
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 py=python3
 command -v "$py" >/dev/null || py=python
-exec "$py" "$root/fairseq_plugins/corpora.py" --prog get-corpora.sh fetch "$@"
+exec "$py" "$root/plugin_tools/corpora.py" --prog get-corpora.sh fetch "$@"

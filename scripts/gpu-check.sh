@@ -114,7 +114,7 @@ if [[ $run_train == 1 ]]; then
       fairseq-preprocess --only-source --trainpref '$demo/raw/train.tgt' \
         --validpref '$demo/raw/valid.tgt' --destdir '$demo/lm' --workers 4"
   fi
-  cogs=$("$python" "$root/fairseq_plugins/corpora.py" --prog gpu-check.sh path cogs 2>/dev/null || true)
+  cogs=$("$python" "$root/plugin_tools/corpora.py" --prog gpu-check.sh path cogs 2>/dev/null || true)
   if [[ -n $cogs && ! -f $out/data/cogs-tags/meta.json ]]; then
     step prepare-cogs -- "$python" "$root/scripts/cogs-tags.py" --raw-dir "$cogs" --outdir "$out/data/cogs-tags"
   fi

@@ -28,7 +28,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 if [[ -z $raw ]]; then  # the corpora's one resolution; fetched (get-corpora.sh) when absent
-  raw=$(python3 "$root/fairseq_plugins/corpora.py" --prog prepare-multi30k.sh path --fetch multi30k) \
+  raw=$(python3 "$root/plugin_tools/corpora.py" --prog prepare-multi30k.sh path --fetch multi30k) \
     || { echo "prepare-multi30k.sh: no Multi30k files (see above); pass --raw-dir DIR" >&2; exit 1; }
 fi
 [[ -d $raw ]] || { echo "prepare-multi30k.sh: --raw-dir $raw is not a directory" >&2; exit 2; }

@@ -70,7 +70,7 @@ if [[ -z $dir ]]; then
     [[ -f $dl/wikitext-103/wiki.train.tokens ]] || unzip -q -o "$dl/wikitext-103-v1.zip" -d "$dl"
     dir=$dl/wikitext-103
   else  # the corpora's one resolution; fetched (get-corpora.sh) when absent
-    dir=$(python3 "$root/fairseq_plugins/corpora.py" --prog prepare-wikitext.sh path --fetch wikitext-2) \
+    dir=$(python3 "$root/plugin_tools/corpora.py" --prog prepare-wikitext.sh path --fetch wikitext-2) \
       || die "no WikiText-2 files (see above); pass a local DIR"
   fi
 fi

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from fairseq_plugins.metrics import seq_accuracy
+from plugin_tools import seq_accuracy
 
 
 def parse_generate(path):

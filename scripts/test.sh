@@ -39,7 +39,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 echo "test.sh: ruff check" >&2
 ruff check .
 ruff format --check .
-if ! python3 fairseq_plugins/corpora.py --prog test.sh check 2>/dev/null; then
+if ! python3 plugin_tools/corpora.py --prog test.sh check 2>/dev/null; then
   echo "test.sh: fetching the corpora (scripts/get-corpora.sh)" >&2
   bash scripts/get-corpora.sh \
     || echo "test.sh: some corpora could not be fetched; the tests that need them are skipped" >&2

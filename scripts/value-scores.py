@@ -25,6 +25,7 @@ def load(checkpoint, data, subset, max_tokens):
     from fairseq import checkpoint_utils
 
     import fairseq_plugins  # noqa: F401  (registers the models, safe checkpoint loading)
+    from plugin_tools.errors import PluginError
 
     try:
         models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(
@@ -32,7 +33,7 @@ def load(checkpoint, data, subset, max_tokens):
         )
     except FileNotFoundError as e:
         fail(f"cannot load {checkpoint} with data {data}: {e}")
-    except fairseq_plugins.errors.PluginError as e:  # refused, corrupt or mismatching checkpoint
+    except PluginError as e:  # refused, corrupt or mismatching checkpoint
         fail(" ".join(str(e).split()))
     model = models[0].eval()
     try:

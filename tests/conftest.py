@@ -1,13 +1,12 @@
 """Shared test helpers: paths, the real corpora, running fairseq's CLIs.
 
-The real corpora (Multi30k, WikiText-2, SCAN, COGS) are found by fairseq_plugins/corpora.py:
+The real corpora (Multi30k, WikiText-2, SCAN, COGS) are found by plugin_tools/corpora.py:
 $FAIRSEQ_PLUGINS_DATA, else ../shared/data beside the checkout, else ./corpora (which
 scripts/get-corpora.sh fills). A test that needs a missing corpus is skipped, all of them under
 one summary line naming what is missing and the command that fetches it; with
 FAIRSEQ_PLUGINS_REQUIRE_CORPORA=1 (.ci/run) it fails instead.
 """
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -17,22 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from plugin_tools import corpora
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent  # the venv's bin: fairseq-train, fairseq-generate, ...
 USER_DIR = str(ROOT / "fairseq_plugins")
 
 
-def _load_corpora():
-    """fairseq_plugins/corpora.py by path (stdlib only; no fairseq import needed)."""
-    spec = importlib.util.spec_from_file_location(
-        "_corpora", ROOT / "fairseq_plugins" / "corpora.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-corpora = _load_corpora()
 # The folder the corpora are in when they are all in one place (legacy name; prefer the fixtures).
 SHARED_DATA = corpora.corpus_dir("multi30k").parent
 

@@ -19,7 +19,7 @@ from conftest import ROOT, USER_DIR, run
 from model_testing import build
 
 import fairseq_plugins  # noqa: F401  (torch.load of fairseq checkpoints, weights_only)
-from fairseq_plugins.errors import (
+from plugin_tools.errors import (
     CheckpointCorruptError,
     CheckpointRefusedError,
     PluginConfigError,

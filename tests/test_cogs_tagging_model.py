@@ -14,8 +14,8 @@ from conftest import ROOT, USER_DIR, fairseq_train, run
 from fairseq import options, utils
 from fairseq.data import Dictionary
 
-from fairseq_plugins.data import cogs_tags as ct
-from fairseq_plugins.metrics.tagging_accuracy import format_table, score_tagging
+from plugin_tools import cogs_tags as ct
+from plugin_tools.tagging_accuracy import format_table, score_tagging
 from fairseq_plugins.modules.parent_heads import (
     INVALID_PARENT,
     AttentionParentHead,
@@ -176,7 +176,7 @@ def test_presets_structure():
 
 
 def test_sentences_longer_than_the_linear_parent_head_are_refused():
-    from fairseq_plugins.errors import PluginConfigError
+    from plugin_tools.errors import PluginConfigError
 
     model, _, task = build(["--arch", "cogs_tagging_base", "--tagging-longest", "10"] + TINY)
     sample = sample_for(task, [(E2, E2_LF)])  # 12 tokens
@@ -214,7 +214,7 @@ def test_official_init_is_the_notebooks_keras_defaults():
 
 
 def test_tagging_model_refuses_the_copy_decoder():
-    from fairseq_plugins.errors import PluginConfigError
+    from plugin_tools.errors import PluginConfigError
 
     with pytest.raises(PluginConfigError, match="--copy-decoder"):
         build(["--arch", "cogs_tagging_base", "--copy-decoder"])

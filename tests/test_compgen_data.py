@@ -2,7 +2,6 @@
 the real files (tests/conftest.py finds them); PCFG's one-line error when its files are absent."""
 
 import gzip
-import importlib.util
 import json
 import subprocess
 import sys
@@ -11,18 +10,10 @@ from collections import Counter
 import pytest
 from conftest import ROOT, corpora
 
+from plugin_tools import compgen_data as cd
+
 SCRIPT = ROOT / "scripts" / "compgen-data.py"
 SMALL_ARGS = ["--train", "400", "--valid", "60", "--test", "60"]
-
-
-def _load_module():
-    spec = importlib.util.spec_from_file_location("compgen_data", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-cd = _load_module()
 
 
 def cli(*args, check=True, env=None):

@@ -1,7 +1,6 @@
 """scripts/compgen-data.py: the options of the official generators (OFFICIAL-ONTANON.md section 4)
 on small seeded samples, and the CFQ loader on a hand-written sample in the release's format."""
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -11,10 +10,9 @@ from collections import Counter
 import pytest
 from conftest import ROOT
 
+from plugin_tools import compgen_data as cd
+
 SCRIPT = ROOT / "scripts" / "compgen-data.py"
-_spec = importlib.util.spec_from_file_location("compgen_data_opts", SCRIPT)
-cd = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cd)
 SIZES = ["--train", "300", "--valid", "40", "--test", "40", "--seed", "5"]
 
 

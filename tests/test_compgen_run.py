@@ -8,7 +8,7 @@ import sys
 import pytest
 from conftest import ROOT, run
 
-from fairseq_plugins.metrics import seq_accuracy as sa
+from plugin_tools import seq_accuracy as sa
 
 RUN = ROOT / "scripts" / "compgen-run.sh"
 TABLE = ROOT / "scripts" / "compgen-table.py"

@@ -12,7 +12,7 @@ import torch
 from conftest import ROOT, USER_DIR, run
 
 from fairseq_plugins.data import contextual_retrieval as cr
-from fairseq_plugins.errors import PluginConfigError
+from plugin_tools.errors import PluginConfigError
 from fairseq_plugins.models.contextual_retrieval import (
     ContextualRetrievalModel,
     ContextualRetrievalModelConfig,

@@ -113,7 +113,7 @@ def test_incremental_decoding_equals_full_forward(extra, rank):
     ],
 )
 def test_bad_projection_options_name_the_flag(extra, message):
-    from fairseq_plugins.errors import PluginConfigError
+    from plugin_tools.errors import PluginConfigError
 
     with pytest.raises(PluginConfigError, match=message):
         build(extra + TINY)

@@ -1,4 +1,4 @@
-"""fairseq_plugins/corpora.py and scripts/get-corpora.sh: where the real corpora are looked for
+"""plugin_tools/corpora.py and scripts/get-corpora.sh: where the real corpora are looked for
 ($FAIRSEQ_PLUGINS_DATA > ../shared/data > ./corpora), fetching with checksums from a local HTTP
 server, the one-line offline messages, and the skip (or, in CI, failure) of the tests that need
 a missing corpus."""
@@ -75,7 +75,7 @@ def test_missing_message_is_one_line(tmp_path):
 
 def test_cli_path_and_check(tmp_path):
     env = {corpora.DATA_ENV: str(tmp_path), corpora.URL_ENV: UNREACHABLE}
-    script = ROOT / "fairseq_plugins" / "corpora.py"
+    script = ROOT / "plugin_tools" / "corpora.py"
     make_corpus(tmp_path, "scan")
     proc = run([sys.executable, script, "path", "scan"], env=env)
     assert proc.stdout.strip() == str(tmp_path / "scan")
@@ -219,7 +219,7 @@ def test_get_corpora_fetches_cogs_from_a_mirror(cogs_data, tmp_path):
         assert "all 6 files present and verified" in proc.stderr
     # the same folder as $FAIRSEQ_PLUGINS_DATA is what every tool then finds
     proc = run(
-        [sys.executable, ROOT / "fairseq_plugins" / "corpora.py", "path", "cogs"],
+        [sys.executable, ROOT / "plugin_tools" / "corpora.py", "path", "cogs"],
         env={corpora.DATA_ENV: str(dest)},
     )
     assert proc.stdout.strip() == str(dest / "cogs")

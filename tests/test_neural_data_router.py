@@ -208,7 +208,7 @@ def test_ndr_encoder_shares_one_layer_has_no_absolute_positions_and_ignores_padd
 def test_ndr_options_errors_name_their_flag():
     from model_testing import build
 
-    from fairseq_plugins.errors import PluginConfigError
+    from plugin_tools.errors import PluginConfigError
 
     cases = [
         (["--decoder-attention-type", "geometric"], "--decoder-attention-type: unknown value"),

@@ -7,7 +7,7 @@ import sys
 import pytest
 from conftest import ROOT
 
-from fairseq_plugins.metrics import seq_accuracy as sa
+from plugin_tools import seq_accuracy as sa
 
 SCRIPT = ROOT / "scripts" / "seq-accuracy.py"
 

@@ -7,7 +7,7 @@ import re
 import pytest
 from conftest import BIN, ROOT, fairseq_generate, fairseq_train, run
 
-from fairseq_plugins.metrics import seq_accuracy as sa
+from plugin_tools import seq_accuracy as sa
 
 ENV = {"OMP_NUM_THREADS": "1"}
 N_VALID = 61  # not a multiple of 8: fairseq's batching must not drop the tail

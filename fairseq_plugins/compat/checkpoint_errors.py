@@ -13,7 +13,7 @@ import os
 import pickle
 import re
 
-from fairseq_plugins.errors import (
+from plugin_tools.errors import (
     CheckpointCorruptError,
     CheckpointMismatchError,
     CheckpointNotFoundError,

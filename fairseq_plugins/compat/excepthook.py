@@ -10,7 +10,7 @@ traceback. ``FAIRSEQ_PLUGINS_TRACEBACK=1`` shows the traceback of ours too.
 import os
 import sys
 
-from fairseq_plugins.errors import PREFIX, PluginError
+from plugin_tools.errors import PREFIX, PluginError
 
 
 def plugin_excepthook(previous):

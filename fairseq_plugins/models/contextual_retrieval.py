@@ -28,7 +28,7 @@ import torch.nn as nn
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import BaseFairseqModel, register_model
 
-from fairseq_plugins.errors import PluginConfigError
+from plugin_tools.errors import PluginConfigError
 from fairseq_plugins.modules.attention_registry import AttentionSpec, build_attention
 from fairseq_plugins.modules.compositional_attention import CompositionalAttention
 from fairseq_plugins.variant_config import VariantConfig

@@ -1,6 +1,6 @@
 """COGS as sequence tagging (Ontañón et al. 2022, section 4.5.1, Table 5): an encoder-only
 Transformer with five heads that tag every input token (parent, role, category, noun determiner,
-verb name); the logical form is rebuilt from the tags (``fairseq_plugins/data/cogs_tags.py``).
+verb name); the logical form is rebuilt from the tags (``plugin_tools/cogs_tags.py``).
 
 The official model (``cogs_tagging.ipynb``, /work/shared/OFFICIAL-ONTANON.md section 2):
 
@@ -31,7 +31,7 @@ from fairseq.models.transformer import (
     base_architecture,
 )
 
-from fairseq_plugins.errors import PluginConfigError
+from plugin_tools.errors import PluginConfigError
 from fairseq_plugins.modules.parent_heads import PARENT_HEADS, build_parent_head
 from fairseq_plugins.variant_config import VariantConfig, set_variant_defaults
 

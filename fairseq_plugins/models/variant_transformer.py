@@ -20,7 +20,7 @@ from fairseq.models.transformer import (
     base_architecture,
 )
 
-from fairseq_plugins.errors import PluginConfigError
+from plugin_tools.errors import PluginConfigError
 from fairseq_plugins.modules.copy_generator import CopyGenerator
 from fairseq_plugins.modules.graph_encoder import build_graph_encoder_layer, run_graph_layers
 from fairseq_plugins.modules.layer_sharing import tie_parameters

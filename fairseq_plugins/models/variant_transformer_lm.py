@@ -14,7 +14,7 @@ from fairseq.models.transformer_lm import (
     base_lm_architecture,
 )
 
-from fairseq_plugins.errors import PluginConfigError
+from plugin_tools.errors import PluginConfigError
 from fairseq_plugins.variant_config import VariantConfig, set_variant_defaults
 
 from .variant_transformer import VariantTransformerDecoder

@@ -8,7 +8,7 @@ knows the role, turns their errors into a one-line error that names the flags.
 
 from dataclasses import dataclass
 
-from fairseq_plugins.errors import PluginConfigError
+from plugin_tools.errors import PluginConfigError
 
 from .biased_attention import AttentionShapeError
 from .compositional_attention import CompositionalAttention

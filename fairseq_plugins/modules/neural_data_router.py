@@ -21,7 +21,7 @@ sigmoid (1) on G_2; attention projections Xavier with the official fans.
 import torch
 import torch.nn as nn
 
-from fairseq_plugins.errors import PluginConfigError
+from plugin_tools.errors import PluginConfigError
 
 from .variant_layers import VariantEncoderLayer
 

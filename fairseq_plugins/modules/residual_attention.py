@@ -15,7 +15,7 @@ an incremental decoding step carries the current query rows only, which is all t
 that step needs, so nothing is kept between steps (and beam reordering has nothing to reorder).
 """
 
-from fairseq_plugins.errors import PluginConfigError
+from plugin_tools.errors import PluginConfigError
 
 from .biased_attention import BiasedAttention
 from .numerics import mask_value

@@ -30,8 +30,8 @@ from fairseq.data import Dictionary, FairseqDataset, data_utils
 from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
 
-from fairseq_plugins.data import cogs_tags as ct
-from fairseq_plugins.errors import DataNotFoundError, PluginConfigError
+from plugin_tools import cogs_tags as ct
+from plugin_tools.errors import DataNotFoundError, PluginConfigError
 from fairseq_plugins.models.tagging_transformer import ROWS, TAG_ROWS
 
 logger = logging.getLogger(__name__)

@@ -29,7 +29,7 @@ from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II
 
 from fairseq_plugins.data import contextual_retrieval as cr
-from fairseq_plugins.errors import PluginConfigError
+from plugin_tools.errors import PluginConfigError
 
 logger = logging.getLogger(__name__)
 

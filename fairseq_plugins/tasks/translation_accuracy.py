@@ -26,8 +26,8 @@ from fairseq import metrics, utils
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
-from fairseq_plugins.errors import PluginConfigError
-from fairseq_plugins.metrics.seq_accuracy import is_correct
+from plugin_tools.errors import PluginConfigError
+from plugin_tools.seq_accuracy import is_correct
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Where the real corpora (Multi30k, WikiText-2, SCAN, COGS) are, and fetching them.
 
 The one resolution every tool uses (tests/conftest.py, scripts/compgen-data.py, and the shell
-scripts through ``python3 fairseq_plugins/corpora.py path NAME``), per corpus:
+scripts through ``python3 plugin_tools/corpora.py path NAME``), per corpus:
 
 1. ``$FAIRSEQ_PLUGINS_DATA/NAME`` when that variable is set (then nothing else is looked at);
 2. ``../shared/data/NAME`` beside the checkout;

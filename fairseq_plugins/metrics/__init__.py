@@ -1,1 +1,0 @@
-"""Evaluation metrics shared by the scripts and tasks (sequence-level accuracy)."""
