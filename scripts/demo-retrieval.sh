@@ -21,21 +21,21 @@ attention with 2 searches and 4 retrievals; Adam lr 1e-3, batch 256, N updates e
   --out DIR     outputs (default data-bin/demo/retrieval)
 USAGE
 }
-root=$(cd "$(dirname "$0")/.." && pwd)
-updates=3000; dim=64; out=$root/data-bin/demo/retrieval
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+updates=3000 dim=64 out=$root/data-bin/demo/retrieval
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
-    --updates) updates=$2; shift 2 ;;
-    --dim) dim=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    *) echo "demo-retrieval.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    --updates) need_positive_int "$@"; updates=$2; shift 2 ;;
+    --dim) need_positive_int "$@"; dim=$2; shift 2 ;;
+    --out) need_value "$@"; out=$2; shift 2 ;;
+    *) unknown_option "$1" ;;
   esac
 done
-[[ $updates =~ ^[1-9][0-9]*$ ]] || { echo "demo-retrieval.sh: --updates must be a positive integer" >&2; exit 2; }
-[[ $dim =~ ^[1-9][0-9]*$ && $((dim % 8)) == 0 ]] || { echo "demo-retrieval.sh: --dim must be a positive multiple of 8" >&2; exit 2; }
-export PATH=$root/.venv/bin:$PATH OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-command -v fairseq-train > /dev/null || { echo "demo-retrieval.sh: no fairseq-train; run bash scripts/setup.sh" >&2; exit 1; }
+(( dim % 8 == 0 )) || die "--dim must be a positive multiple of 8 (got '$dim')"
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+command -v fairseq-train > /dev/null || fail "no fairseq-train; run bash scripts/setup.sh"
 mkdir -p "$out"
 
 declare -A attention=(
@@ -59,7 +59,7 @@ for name in "${models[@]}"; do
 done
 echo "   training ${models[*]} ($updates updates each, one core each); logs $out/train-*.log"
 for i in "${!pids[@]}"; do
-  wait "${pids[$i]}" || { echo "demo-retrieval.sh: training '${models[$i]}' failed; see $out/train-${models[$i]}.log" >&2; tail -n 5 "$out/train-${models[$i]}.log" >&2; exit 1; }
+  wait "${pids[$i]}" || { tail -n 5 "$out/train-${models[$i]}.log" >&2; fail "training '${models[$i]}' failed; see $out/train-${models[$i]}.log"; }
 done
 
 {

@@ -35,24 +35,23 @@ Outputs: DIR (default data-bin/demo), the summary in DIR/results.md.
   --skip-reverse        Part 1 only
 USAGE
 }
-root=$(cd "$(dirname "$0")/.." && pwd)
-updates=800; reverse_updates=2000; out=$root/data-bin/demo; skip_reverse=0; only_system=""
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+updates=800 reverse_updates=2000 out=$root/data-bin/demo skip_reverse=0 only_system=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
-    --system-only) only_system=$2; shift 2 ;;  # internal: the second core's part 1 system
-    --updates) updates=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    --reverse-updates) reverse_updates=$2; shift 2 ;;
+    --system-only) need_value "$@"; only_system=$2; shift 2 ;;  # internal: the second core's part 1 system
+    --updates) need_positive_int "$@"; updates=$2; shift 2 ;;
+    --out) need_value "$@"; out=$2; shift 2 ;;
+    --reverse-updates) need_positive_int "$@"; reverse_updates=$2; shift 2 ;;
     --skip-reverse) skip_reverse=1; shift ;;
-    *) echo "demo.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) unknown_option "$1" ;;
   esac
 done
-[[ $updates =~ ^[1-9][0-9]*$ ]] || { echo "demo.sh: --updates must be a positive integer" >&2; exit 2; }
-[[ $reverse_updates =~ ^[1-9][0-9]*$ ]] || { echo "demo.sh: --reverse-updates must be a positive integer" >&2; exit 2; }
 
 bash "$root/scripts/setup.sh"
-export PATH=$root/.venv/bin:$PATH
+use_venv
 # Small models: one thread per process is as fast, and immune to the 10x slow-down that torch's
 # spinning OpenMP threads suffer when anything else runs on the machine.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
@@ -91,7 +90,7 @@ train_system() {
   # shellcheck disable=SC2086
   if ! bash "$root/scripts/train.sh" "$out/prep/bin" "$out/checkpoints/$name" -- $margs "${small[@]}" "${common[@]}" 2>&1 \
     | tee "$out/train-$name.log" | if [[ -n $quiet ]]; then cat > /dev/null; else progress_bar "$updates"; fi; then
-    echo "demo.sh: training '$name' failed; see $out/train-$name.log" >&2
+    log "training '$name' failed; see $out/train-$name.log"
     tail -n 5 "$out/train-$name.log" >&2
     return 1
   fi
@@ -157,17 +156,15 @@ if ! wait "$reverse_pid"; then
   reverse_pid=""
   failed=$(cat "$out/reverse.failed" 2>/dev/null || echo "the second core")
   if [[ $failed == compositional ]]; then
-    echo "demo.sh: training 'compositional' failed; see $out/system-compositional.log and $out/train-compositional.log" >&2
+    log "training 'compositional' failed; see $out/system-compositional.log and $out/train-compositional.log"
     tail -n 5 "$out/system-compositional.log" >&2 || true
   else
-    echo "demo.sh: $failed on reverse failed; see $out/reverse-$failed.log" >&2
+    log "$failed on reverse failed; see $out/reverse-$failed.log"
     tail -n 5 "$out/reverse-$failed.log" >&2 || true
   fi
   exit 1
 fi
 reverse_pid=""
-declare -A rows
-for name in "${systems[@]}"; do rows[$name]=$(cat "$out/row-$name.txt"); done
 
 echo "== $step. paired significance of each system against stock (bootstrap, 1000 resamples)"
 for subset in test test1; do
@@ -176,43 +173,9 @@ for subset in test test1; do
   bash "$root/scripts/significance.sh" "${hyps[@]}" --names "${systems[@]}" --tokenized \
     --json "$out/significance-$subset.json" > "$out/significance-$subset.txt"
 done
-table="| model | params | train time (s) | BLEU test | p vs stock | acc test | BLEU test-long | p vs stock | acc test-long |"
-table+=$'\n|---|---|---|---|---|---|---|---|---|'
-for name in "${systems[@]}"; do
-  row=${rows[$name]}
-  for subset in test test1; do
-    row+=$(python - "$out/generate/$name-$subset/scores.json" "$out/significance-$subset.json" "$name" <<'PY'
-import json, sys
-scores = json.load(open(sys.argv[1]))
-rows = json.load(open(sys.argv[2]))["metrics"]["tok-BLEU"]["rows"]
-p = next(r["p_bs"] for r in rows if r["system"] == sys.argv[3])
-shown = "-" if p is None else f"{p:.3f}"
-print(f" | {scores['sacrebleu']} | {shown} | {scores['sequence_accuracy']}", end="")
-PY
-)
-  done
-  table+=$'\n'"$row |"
-done
 echo
-echo "Part 1: synthetic translation, the same small model three ways (beam 5; p: paired bootstrap on tokenized BLEU)" | tee "$out/results.md"
-echo "$table" | tee -a "$out/results.md"
-# The reading states what holds on every machine, not this run's decimals: one training run per
-# system, and float noise between CPUs (AVX2 / AVX-512 kernels) moved a system by 1.7 BLEU.
-python - "$out" "${systems[@]}" <<'PY' | tee -a "$out/results.md"
-import json, sys
-out, names = sys.argv[1], sys.argv[2:]
-score = {(n, s): json.load(open(f"{out}/generate/{n}-{s}/scores.json")) for n in names for s in ("test", "test1")}
-acc = {k: float(v["sequence_accuracy"]) for k, v in score.items()}
-bleu = {k: float(v["sacrebleu"]) for k, v in score.items()}
-master = [n for n in names if acc[n, "test"] >= 0.9]
-words = {len(names): "All three", 0: "None of the"}.get(len(master), f"Only {' and '.join(master)} of the")
-print(f"\nReading: {words} systems master the in-distribution sentences (sequence accuracy >= 0.9;"
-      f" test BLEU {min(bleu[n, 'test'] for n in names):.1f}-{max(bleu[n, 'test'] for n in names):.1f})"
-      f" and {'none' if max(acc[n, 'test1'] for n in names) == 0 else 'some'} gets a longer"
-      f" sentence right (test-long accuracy <= {max(acc[n, 'test1'] for n in names):.3f}). The p-values"
-      " come from one training run per system; float noise between CPUs moves a system by up to"
-      " ~2 BLEU at this budget, so a difference between the systems is not a finding of this demo.")
-PY
+# the table and its reading (what holds on every machine, not this run's decimals)
+tool demo_report "$out" "${systems[@]}" | tee "$out/results.md"
 
 if [[ $skip_reverse == 0 ]]; then
   echo

@@ -21,8 +21,6 @@ Offline it prints one line per corpus it could not fetch, saying which files to 
 hand, and exits 1. FAIRSEQ_PLUGINS_CORPORA_URL replaces https://raw.githubusercontent.com.
 USAGE
 }
-for arg in "$@"; do case "$arg" in -h|--help) usage; exit 0 ;; esac; done
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-py=python3
-command -v "$py" >/dev/null || py=python
-exec "$py" "$root/plugin_tools/corpora.py" --prog get-corpora.sh fetch "$@"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+if wants_help "$@"; then usage; exit 0; fi
+tool corpora --prog "$prog" fetch "$@"  # parses the options (one-line errors)

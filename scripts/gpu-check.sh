@@ -29,28 +29,27 @@ Without CUDA it says so in one line and exits 0.
 USAGE
 }
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-out=$root/data-bin/gpu-check; updates=200; results=$root/benchmarks/results
-run_tests=1; run_train=1; run_bench=1
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+out=$root/data-bin/gpu-check updates=200 results=$root/benchmarks/results
+run_tests=1 run_train=1 run_bench=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
-    --out) out=${2:?--out needs a folder}; shift 2 ;;
-    --updates) updates=${2:?--updates needs a number}; shift 2 ;;
-    --results) results=${2:?--results needs a folder}; shift 2 ;;
+    --out) need_value "$@"; out=$2; shift 2 ;;
+    --updates) need_positive_int "$@"; updates=$2; shift 2 ;;
+    --results) need_value "$@"; results=$2; shift 2 ;;
     --skip-tests) run_tests=0; shift ;;
     --skip-train) run_train=0; shift ;;
     --skip-bench) run_bench=0; shift ;;
-    *) echo "gpu-check.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) unknown_option "$1" ;;
   esac
 done
-[[ $updates =~ ^[1-9][0-9]*$ ]] || { echo "gpu-check.sh: --updates must be a positive integer (got '$updates')" >&2; exit 2; }
 
-[[ -d $root/.venv/bin ]] && export PATH=$root/.venv/bin:$PATH
 python=${PYTHON:-python}
-gpus=$("$python" -c 'import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)' 2>/dev/null || echo 0)
+gpus=$(cuda_devices)
 if [[ $gpus == 0 ]]; then
-  echo "gpu-check.sh: no CUDA device here (torch.cuda.is_available() is False): nothing to check"
+  echo "$prog: no CUDA device here (torch.cuda.is_available() is False): nothing to check"
   exit 0
 fi
 
@@ -59,7 +58,7 @@ steps=$out/steps.tsv  # one line per step: name, status, seconds, log, detail
 : > "$steps"
 record() {  # record NAME STATUS SECONDS LOG DETAIL
   printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5:-}" >> "$steps"
-  echo "gpu-check.sh: $1: $2 (${3}s)${5:+ - $5}" >&2
+  log "$1: $2 (${3}s)${5:+ - $5}"
 }
 step() {  # step NAME -- COMMAND...: runs it, logs to $out/logs/NAME.log, records pass/fail
   local name=$1; shift 2
@@ -114,7 +113,7 @@ if [[ $run_train == 1 ]]; then
       fairseq-preprocess --only-source --trainpref '$demo/raw/train.tgt' \
         --validpref '$demo/raw/valid.tgt' --destdir '$demo/lm' --workers 4"
   fi
-  cogs=$("$python" "$root/plugin_tools/corpora.py" --prog gpu-check.sh path cogs 2>/dev/null || true)
+  cogs=$(tool corpora --prog "$prog" path cogs 2>/dev/null || true)
   if [[ -n $cogs && ! -f $out/data/cogs-tags/meta.json ]]; then
     step prepare-cogs -- "$python" "$root/scripts/cogs-tags.py" --raw-dir "$cogs" --outdir "$out/data/cogs-tags"
   fi

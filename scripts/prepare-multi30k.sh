@@ -14,24 +14,27 @@ none has them. Then runs scripts/prepare-translation.sh with moses tokenization,
 sentencepiece BPE and a joined dictionary. Output: OUT_DIR/bin.
 USAGE
 }
-case "${1:-}" in -h|--help|"") usage; [[ -n ${1:-} ]] && exit 0; exit 2 ;; esac
-root=$(cd "$(dirname "$0")/.." && pwd)
-out=$1; shift
-raw=""; src=de; tgt=en; extra=()
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+pos=() raw="" src=de tgt=en extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --raw-dir) raw=$2; shift 2 ;;
-    --src) src=$2; shift 2 ;;
-    --tgt) tgt=$2; shift 2 ;;
-    --vocab-size|--max-train-lines|--max-eval-lines) extra+=("$1" "$2"); shift 2 ;;
-    *) echo "prepare-multi30k.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    -h|--help) usage; exit 0 ;;
+    --raw-dir) need_value "$@"; raw=$2; shift 2 ;;
+    --src) need_value "$@"; src=$2; shift 2 ;;
+    --tgt) need_value "$@"; tgt=$2; shift 2 ;;
+    --vocab-size|--max-train-lines|--max-eval-lines) need_value "$@"; extra+=("$1" "$2"); shift 2 ;;
+    -*) unknown_option "$1" ;;
+    *) pos+=("$1"); shift ;;
   esac
 done
+[[ ${#pos[@]} -eq 1 ]] || die_usage "needs OUT_DIR"
+out=${pos[0]}
 if [[ -z $raw ]]; then  # the corpora's one resolution; fetched (get-corpora.sh) when absent
-  raw=$(python3 "$root/plugin_tools/corpora.py" --prog prepare-multi30k.sh path --fetch multi30k) \
-    || { echo "prepare-multi30k.sh: no Multi30k files (see above); pass --raw-dir DIR" >&2; exit 1; }
+  raw=$(tool corpora --prog "$prog" path --fetch multi30k) \
+    || fail "no Multi30k files (see above); pass --raw-dir DIR"
 fi
-[[ -d $raw ]] || { echo "prepare-multi30k.sh: --raw-dir $raw is not a directory" >&2; exit 2; }
+[[ -d $raw ]] || die "--raw-dir $raw is not a directory"
 exec bash "$root/scripts/prepare-translation.sh" --src "$src" --tgt "$tgt" \
   --train "$raw/train" --valid "$raw/val" --test "$raw/test_2016_flickr" --out "$out" \
-  --tokenizer moses --bpe joint --joined-dictionary "${extra[@]}"
+  --tokenizer moses --bpe joint --joined-dictionary ${extra[@]+"${extra[@]}"}

@@ -93,8 +93,13 @@ def train_spm(inputs, model_prefix, vocab_size):
     return spm.SentencePieceProcessor(model_file=model_prefix + ".model")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message):  # a usage error in one line, as every other input problem
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def main():
-    p = argparse.ArgumentParser(description=__doc__)
+    p = OneLineParser(prog="prepare-translation", description=__doc__)
     p.add_argument("--src", required=True)
     p.add_argument("--tgt", required=True)
     p.add_argument("--train", required=True, help="prefix: PREFIX.SRC and PREFIX.TGT (.gz ok)")

@@ -15,7 +15,6 @@ fairseq-preprocess. Writes DIR/raw (cleaned text, the references for sacreBLEU),
 DIR/spm*.model and DIR/bin (the data directory for fairseq-train).
 USAGE
 }
-case "${1:-}" in -h|--help) usage; exit 0 ;; esac
-root=$(cd "$(dirname "$0")/.." && pwd)
-[[ -d $root/.venv/bin ]] && export PATH=$root/.venv/bin:$PATH
-exec python "$root/scripts/prepare-translation.py" "$@"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+if wants_help "$@"; then usage; exit 0; fi
+exec python "$root/scripts/prepare-translation.py" "$@"  # parses the options (one-line errors)

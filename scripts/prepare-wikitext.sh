@@ -4,8 +4,8 @@ set -euo pipefail
 
 usage() {
   cat <<'USAGE'
-Usage: scripts/prepare-wikitext.sh {2,103} [DIR] [--out OUTDIR] [--max-train-lines N]
-                                   [--max-eval-lines N] [--workers N]
+Usage: bash scripts/prepare-wikitext.sh {2,103} [DIR] [--out OUTDIR] [--max-train-lines N]
+                                        [--max-eval-lines N] [--workers N]
 
 Binarizes WikiText-2 or WikiText-103 (word level, v1: tokens as released) for fairseq's
 language_modeling task with `fairseq-preprocess --only-source` (dictionary from the training split).
@@ -27,37 +27,32 @@ language_modeling task with `fairseq-preprocess --only-source` (dictionary from 
 USAGE
 }
 
-die() { echo "prepare-wikitext.sh: $*" >&2; exit 2; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-[[ -d $root/.venv/bin ]] && export PATH=$root/.venv/bin:$PATH
-
-version="" dir="" out="" max_train="" max_eval="" workers=1
+pos=() out="" max_train="" max_eval="" workers=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
-    --out) [[ $# -ge 2 ]] || die "--out needs a value"; out=$2; shift 2 ;;
-    --max-train-lines) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--max-train-lines needs a positive integer"; max_train=$2; shift 2 ;;
-    --max-eval-lines) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--max-eval-lines needs a positive integer"; max_eval=$2; shift 2 ;;
-    --workers) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--workers needs a positive integer"; workers=$2; shift 2 ;;
-    -*) die "unknown option '$1' (see --help)" ;;
-    *)
-      if [[ -z $version ]]; then version=$1
-      elif [[ -z $dir ]]; then dir=$1
-      else die "unexpected argument '$1' (see --help)"; fi
-      shift ;;
+    --out) need_value "$@"; out=$2; shift 2 ;;
+    --max-train-lines) need_positive_int "$@"; max_train=$2; shift 2 ;;
+    --max-eval-lines) need_positive_int "$@"; max_eval=$2; shift 2 ;;
+    --workers) need_positive_int "$@"; workers=$2; shift 2 ;;
+    -*) unknown_option "$1" ;;
+    *) pos+=("$1"); shift ;;
   esac
 done
-[[ -n $version ]] || { usage >&2; exit 2; }
+[[ ${#pos[@]} -ge 1 ]] || die_usage "needs the version, 2 or 103"
+[[ ${#pos[@]} -le 2 ]] || die_usage "unexpected argument '${pos[2]}'"
+version=${pos[0]} dir=${pos[1]:-}
 [[ $version == 2 || $version == 103 ]] || die "version must be 2 or 103, not '$version'"
 out=${out:-data-bin/wikitext-$version}
 command -v fairseq-preprocess >/dev/null || die "fairseq-preprocess not on PATH (run scripts/setup.sh)"
 
 fetch() {  # URL FILE
-  echo "prepare-wikitext.sh: downloading $1" >&2
+  log "downloading $1"
   if command -v curl >/dev/null; then curl -fsL --retry 3 -o "$2.part" "$1"
   elif command -v wget >/dev/null; then wget -q -O "$2.part" "$1"
-  else python -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' "$1" "$2.part"
+  else tool pipeline_steps --prog "$prog" download "$1" "$2.part"
   fi || die "download of $1 failed (offline? pass a local DIR)"
   mv "$2.part" "$2"
 }
@@ -70,7 +65,7 @@ if [[ -z $dir ]]; then
     [[ -f $dl/wikitext-103/wiki.train.tokens ]] || unzip -q -o "$dl/wikitext-103-v1.zip" -d "$dl"
     dir=$dl/wikitext-103
   else  # the corpora's one resolution; fetched (get-corpora.sh) when absent
-    dir=$(python3 "$root/plugin_tools/corpora.py" --prog prepare-wikitext.sh path --fetch wikitext-2) \
+    dir=$(tool corpora --prog "$prog" path --fetch wikitext-2) \
       || die "no WikiText-2 files (see above); pass a local DIR"
   fi
 fi
@@ -99,6 +94,6 @@ done
 rm -rf "$out/bin"
 fairseq-preprocess --only-source --trainpref "$text/train.txt" --validpref "$text/valid.txt" \
   --testpref "$text/test.txt" --destdir "$out/bin" --workers "$workers" >&2
-echo "prepare-wikitext.sh: WikiText-$version ($(wc -l < "$text/train.txt") train lines," \
-  "dictionary of $(wc -l < "$out/bin/dict.txt") words + 4 specials) -> $out/bin" >&2
+log "WikiText-$version ($(wc -l < "$text/train.txt") train lines," \
+  "dictionary of $(wc -l < "$out/bin/dict.txt") words + 4 specials) -> $out/bin"
 echo "$out/bin"

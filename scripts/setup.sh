@@ -18,16 +18,17 @@ Environment: PYTHON (default python3.11 or python3), VENV (default ./.venv).
 USAGE
 }
 
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
 force=0
-for arg in "$@"; do
-  case "$arg" in
+while [[ $# -gt 0 ]]; do
+  case "$1" in
     -h|--help) usage; exit 0 ;;
-    --force) force=1 ;;
-    *) echo "setup.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
+    --force) force=1; shift ;;
+    *) unknown_option "$1" ;;
   esac
 done
 
-root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${VENV:-$root/.venv}
 python=${PYTHON:-$(command -v python3.11 || command -v python3)}
 torch_spec=${TORCH_SPEC:-torch==2.13.0}
@@ -38,10 +39,10 @@ if [[ $force == 0 && -f $stamp && $(cat "$stamp") == "$want" ]]; then
   exit 0
 fi
 
-"$python" -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 10) else 1)' \
-  || { echo "setup.sh: Python >= 3.10 is required (PYTHON=$python)" >&2; exit 1; }
+[[ $("$python" -V 2>&1) =~ ^Python\ 3\.([0-9]+) ]] && (( BASH_REMATCH[1] >= 10 )) \
+  || fail "Python >= 3.10 is required (PYTHON=$python)"
 
-echo "setup.sh: creating $venv" >&2
+log "creating $venv"
 [[ -x $venv/bin/python ]] || "$python" -m venv "$venv"
 pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
 # shellcheck disable=SC2086
@@ -50,5 +51,5 @@ pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
 "${pip[@]}" --no-deps ve-fairseq==0.12.3
 "${pip[@]}" --no-deps --no-build-isolation -e "$root"
 "${pip[@]}" --no-deps -r "$root/requirements-test.txt"
-"$venv/bin/python" -c 'import fairseq, torch, fairseq_plugins; print("setup.sh: torch", torch.__version__, "fairseq", fairseq.__version__)' >&2
+log "$("$venv/bin/python" "$root/scripts/torch-info.py" versions)"
 echo "$want" > "$stamp"

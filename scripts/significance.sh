@@ -4,7 +4,7 @@ set -euo pipefail
 
 usage() {
   cat <<'USAGE'
-Usage: scripts/significance.sh BASELINE_HYP SYSTEM_HYP... --ref REF [--resamples 1000]
+Usage: bash scripts/significance.sh BASELINE_HYP SYSTEM_HYP... --ref REF [--resamples 1000]
          [--trials 10000] [--seed 12345] [--json OUT.json] [--tokenized] [--moses]
          [--lang en] [--no-chrf] [--names NAME...] [--format text|markdown] [--alpha 0.05]
 
@@ -26,15 +26,11 @@ Full option list: scripts/significance.sh --help-all
 USAGE
 }
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-[[ -d $root/.venv/bin ]] && export PATH=$root/.venv/bin:$PATH
-
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 case "${1:-}" in
-  -h|--help) usage; exit 0 ;;
   --help-all) set -- --help ;;
-  "") usage >&2; exit 2 ;;
+  "") die_usage "needs BASELINE_HYP, SYSTEM_HYP... and --ref REF" ;;
+  *) if wants_help "$@"; then usage; exit 0; fi ;;
 esac
-
-python=$(command -v python || command -v python3) \
-  || { echo "significance.sh: no python on PATH (run scripts/setup.sh)" >&2; exit 2; }
-exec "$python" "$root/scripts/bleu-significance.py" "$@"
+python=$(python_cmd)
+exec "$python" "$root/scripts/bleu-significance.py" "$@"  # parses the options (one-line errors)

@@ -2,7 +2,7 @@
 # Run lint (ruff) and the whole test suite; sets up ./.venv on first use.
 set -euo pipefail
 
-if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+usage() {
   cat <<'USAGE'
 Usage: bash scripts/test.sh [--fast] [PYTEST_ARGS...]
 
@@ -21,28 +21,31 @@ If that cannot be done (offline), the tests that need them are skipped under one
 with FAIRSEQ_PLUGINS_REQUIRE_CORPORA=1 (set by .ci/run) they fail instead. Tests marked cuda
 are skipped under one summary line without a CUDA device (scripts/gpu-check.sh runs them).
 USAGE
-  exit 0
-fi
+}
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 pytest_args=(--durations=10)
-for arg in "$@"; do
-  if [[ $arg == --fast ]]; then pytest_args+=(-m "not slow"); else pytest_args+=("$arg"); fi
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    -h|--help) usage; exit 0 ;;
+    --fast) pytest_args+=(-m "not slow"); shift ;;
+    *) pytest_args+=("$1"); shift ;;  # pytest's own options: pytest reports a wrong one
+  esac
 done
 
-root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bash scripts/setup.sh
-export PATH=$root/.venv/bin:$PATH
+use_venv
 # Tiny models in the tests: one thread per process is as fast, and torch's spinning OpenMP
 # threads slow down ~10x when a fairseq subprocess and its data loader share 2 cores.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-echo "test.sh: ruff check" >&2
+log "ruff check"
 ruff check .
 ruff format --check .
-if ! python3 plugin_tools/corpora.py --prog test.sh check 2>/dev/null; then
-  echo "test.sh: fetching the corpora (scripts/get-corpora.sh)" >&2
+if ! tool corpora --prog "$prog" check 2>/dev/null; then
+  log "fetching the corpora (scripts/get-corpora.sh)"
   bash scripts/get-corpora.sh \
-    || echo "test.sh: some corpora could not be fetched; the tests that need them are skipped" >&2
+    || log "some corpora could not be fetched; the tests that need them are skipped"
 fi
-echo "test.sh: pytest" >&2
+log pytest
 python -m pytest -q "${pytest_args[@]}"

@@ -4,7 +4,7 @@ set -euo pipefail
 
 usage() {
   cat <<'USAGE'
-Usage: scripts/train-lm.sh ARCH|CONFIG DATA_BIN SAVE_DIR [-- extra fairseq-train args]
+Usage: bash scripts/train-lm.sh ARCH|CONFIG DATA_BIN SAVE_DIR [-- extra fairseq-train args]
 
 Trains a language model on DATA_BIN (from scripts/prepare-wikitext.sh: OUTDIR/bin) with
 fairseq-train --task language_modeling --user-dir fairseq_plugins, checkpoints in SAVE_DIR, the
@@ -22,10 +22,7 @@ Example:
 USAGE
 }
 
-die() { echo "train-lm.sh: $*" >&2; exit 2; }
-
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-[[ -d $root/.venv/bin ]] && export PATH=$root/.venv/bin:$PATH
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 user_dir=${FAIRSEQ_USER_DIR:-$root/fairseq_plugins}  # --user-dir; FAIRSEQ_USER_DIR overrides
 
 pos=() extra=()
@@ -33,11 +30,11 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
     --) shift; extra=("$@"); break ;;
-    -*) die "unknown option '$1' (fairseq-train arguments go after --; see --help)" ;;
+    -*) die_usage "unknown option '$1'; fairseq-train arguments go after --" ;;
     *) pos+=("$1"); shift ;;
   esac
 done
-[[ ${#pos[@]} -eq 3 ]] || { usage >&2; exit 2; }
+[[ ${#pos[@]} -eq 3 ]] || die_usage "needs ARCH|CONFIG, DATA_BIN and SAVE_DIR"
 arch=${pos[0]} data=${pos[1]} save=${pos[2]}
 
 TRAIN_ARGS=()
@@ -63,7 +60,7 @@ cmd=(fairseq-train "$data" --task language_modeling --user-dir "$user_dir"
   --log-format simple --log-interval 50
   ${TRAIN_ARGS[@]+"${TRAIN_ARGS[@]}"} ${extra[@]+"${extra[@]}"})
 printf '%q ' "${cmd[@]}" > "$save/command.txt"; echo >> "$save/command.txt"
-echo "train-lm.sh: $(cat "$save/command.txt")" >&2
+log "$(cat "$save/command.txt")"
 "${cmd[@]}" 2>&1 | tee "$save/train.log"
 if [[ " ${cmd[*]} " != *" --no-save "* && ! -f $save/checkpoint_last.pt ]]; then
   die "no checkpoint written to $save (see $save/train.log)"

@@ -21,31 +21,32 @@ Runs fairseq-train DATA_BIN --save-dir SAVE_DIR --user-dir fairseq_plugins FAIRS
 The log also goes to SAVE_DIR/train.log.
 USAGE
 }
-case "${1:-}" in -h|--help) usage; exit 0 ;; esac
-[[ $# -ge 2 ]] || { usage >&2; exit 2; }
-root=$(cd "$(dirname "$0")/.." && pwd)
-[[ -d $root/.venv/bin ]] && export PATH=$root/.venv/bin:$PATH
-data=$1; save=$2; shift 2
-[[ -d $data ]] || { echo "train.sh: DATA_BIN '$data' is not a directory" >&2; exit 2; }
-ls "$data"/dict*.txt >/dev/null 2>&1 || { echo "train.sh: no dict.*.txt in DATA_BIN '$data' (run fairseq-preprocess)" >&2; exit 2; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
-nproc=""; cpu=0; port=""; nnodes=1; node_rank=0; master=127.0.0.1; extra=()
+pos=() nproc="" cpu=0 port="" nnodes=1 node_rank=0 master=127.0.0.1 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --nproc) nproc=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    --nproc) need_positive_int "$@"; nproc=$2; shift 2 ;;
     --cpu) cpu=1; shift ;;
-    --port) port=$2; shift 2 ;;
-    --nnodes) nnodes=$2; shift 2 ;;
-    --node-rank) node_rank=$2; shift 2 ;;
-    --master-addr) master=$2; shift 2 ;;
+    --port) need_positive_int "$@"; port=$2; shift 2 ;;
+    --nnodes) need_positive_int "$@"; nnodes=$2; shift 2 ;;
+    --node-rank) need_nonnegative_int "$@"; node_rank=$2; shift 2 ;;
+    --master-addr) need_value "$@"; master=$2; shift 2 ;;
     --) shift; extra+=("$@"); break ;;
-    *) extra+=("$1"); shift ;;
+    # DATA_BIN and SAVE_DIR come first; after them, other arguments go to fairseq-train
+    -*) [[ ${#pos[@]} -eq 2 ]] || unknown_option "$1"; extra+=("$1"); shift ;;
+    *) if [[ ${#pos[@]} -lt 2 ]]; then pos+=("$1"); else extra+=("$1"); fi; shift ;;
   esac
 done
-gpus=$(python -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
+[[ ${#pos[@]} -eq 2 ]] || die_usage "needs DATA_BIN and SAVE_DIR"
+data=${pos[0]} save=${pos[1]}
+[[ -d $data ]] || die "DATA_BIN '$data' is not a directory"
+ls "$data"/dict*.txt >/dev/null 2>&1 || die "no dict.*.txt in DATA_BIN '$data' (run fairseq-preprocess)"
+
+gpus=$(cuda_devices)
 [[ $gpus == 0 ]] && cpu=1
 [[ -n $nproc ]] || nproc=$([[ $cpu == 1 ]] && echo 1 || echo "$gpus")
-[[ $nproc =~ ^[1-9][0-9]*$ ]] || { echo "train.sh: --nproc must be a positive integer (got '$nproc')" >&2; exit 2; }
 [[ -n $port ]] || port=$((29500 + $(printf '%s' "$save" | cksum | cut -d' ' -f1) % 1000))
 mkdir -p "$save"
 base=(fairseq-train "$data" --save-dir "$save" --user-dir "$root/fairseq_plugins")
@@ -56,28 +57,28 @@ if [[ $cpu == 0 ]]; then
     base+=(--distributed-world-size "$world")
     [[ $nnodes -gt 1 ]] && base+=(--distributed-init-method "tcp://$master:$port" --distributed-rank $((node_rank * nproc)))
   fi
-  "${base[@]}" "${extra[@]}" 2>&1 | tee "$save/train.log"
+  "${base[@]}" ${extra[@]+"${extra[@]}"} 2>&1 | tee "$save/train.log"
   exit "${PIPESTATUS[0]}"
 fi
 
-[[ $nnodes == 1 ]] || { echo "train.sh: multi-node runs need GPUs (NCCL); CPU ranks run on one host" >&2; exit 2; }
+[[ $nnodes == 1 ]] || die "multi-node runs need GPUs (NCCL); CPU ranks run on one host"
 if [[ $nproc == 1 ]]; then
-  "${base[@]}" --cpu "${extra[@]}" 2>&1 | tee "$save/train.log"
+  "${base[@]}" --cpu ${extra[@]+"${extra[@]}"} 2>&1 | tee "$save/train.log"
   exit "${PIPESTATUS[0]}"
 fi
 dist=(--cpu --distributed-backend gloo --ddp-backend legacy_ddp --distributed-no-spawn
       --distributed-world-size "$nproc" --distributed-init-method "tcp://127.0.0.1:$port")
 pids=()
 for ((rank = 1; rank < nproc; rank++)); do
-  "${base[@]}" "${dist[@]}" --distributed-rank "$rank" "${extra[@]}" > "$save/train.rank$rank.log" 2>&1 &
+  "${base[@]}" "${dist[@]}" --distributed-rank "$rank" ${extra[@]+"${extra[@]}"} > "$save/train.rank$rank.log" 2>&1 &
   pids+=($!)
 done
 trap 'kill "${pids[@]}" 2>/dev/null || true' INT TERM
 status=0
-"${base[@]}" "${dist[@]}" --distributed-rank 0 "${extra[@]}" 2>&1 | tee "$save/train.log" || status=$?
+"${base[@]}" "${dist[@]}" --distributed-rank 0 ${extra[@]+"${extra[@]}"} 2>&1 | tee "$save/train.log" || status=$?
 for ((i = 0; i < ${#pids[@]}; i++)); do
   if ! wait "${pids[$i]}"; then
-    echo "train.sh: rank $((i + 1)) failed; see $save/train.rank$((i + 1)).log" >&2
+    log "rank $((i + 1)) failed; see $save/train.rank$((i + 1)).log"
     status=1
   fi
 done

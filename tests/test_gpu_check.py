@@ -50,7 +50,7 @@ def test_help_and_bad_arguments():
     assert "Usage: bash scripts/gpu-check.sh" in run(["bash", GPU_CHECK, "--help"]).stdout
     bad = run(["bash", GPU_CHECK, "--frobnicate"], check=False)
     assert bad.returncode == 2
-    assert bad.stderr.strip() == "gpu-check.sh: unknown argument '--frobnicate' (see --help)"
+    assert bad.stderr.strip() == "gpu-check.sh: unknown option '--frobnicate' (see --help)"
     bad = run(["bash", GPU_CHECK, "--updates", "x"], check=False)
     assert bad.returncode == 2 and "--updates must be a positive integer" in bad.stderr
 

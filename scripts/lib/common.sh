@@ -1,12 +1,101 @@
-# Sourced (not run) by scripts/compare-{lm,nmt}.sh and scripts/study-{lm,nmt}.sh: what they share.
-# The sourcing script sets `prog` (its name in messages) and defines usage() first; sourcing sets
-# `root` (the repository) and puts its .venv/bin first on PATH.
+# The library every shell script of scripts/ sources (benchmarks/train.sh and .ci/run too): one
+# option-parsing idiom, one-line errors, logging, the venv, and the Python helpers the scripts run.
+#
+#   usage() { cat <<'USAGE' ... USAGE; }       # the script's --help text, starting "Usage:"
+#   source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+#
+# Sourcing sets `prog` (the script's file name in messages, unless the script set it first) and
+# `root` (the checkout), and puts root/.venv/bin first on PATH when that exists. The idiom, the
+# same in every script (usage errors: one line on stderr, exit status 2):
+#
+#   while [[ $# -gt 0 ]]; do
+#     case "$1" in
+#       -h|--help) usage; exit 0 ;;
+#       --beam) need_value "$@"; beam=$2; shift 2 ;;
+#       --updates) need_positive_int "$@"; updates=$2; shift 2 ;;
+#       --cpu) cpu=1; shift ;;
+#       --) shift; extra+=("$@"); break ;;
+#       -*) unknown_option "$1" ;;
+#       *) pos+=("$1"); shift ;;
+#     esac
+#   done
+#   [[ ${#pos[@]} -eq 2 ]] || die_usage "needs DATA_BIN and SAVE_DIR"
 
+prog=${prog:-$(basename "$0")}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-if [[ -d $root/.venv/bin ]]; then export PATH=$root/.venv/bin:$PATH; fi
 
-# die MESSAGE...: one line "PROG: MESSAGE" on stderr, exit status 2
+# ------------------------------------------------------------------------------------ messages
+
+# die MESSAGE...: one line "PROG: MESSAGE" on stderr, exit status 2 (bad input: a value, a file)
 die() { echo "$prog: $*" >&2; exit 2; }
+
+# die_usage MESSAGE...: a command-line mistake: one line "PROG: MESSAGE (see --help)", exit 2
+die_usage() { die "$* (see --help)"; }
+
+# fail MESSAGE...: a step failed at run time: one line "PROG: MESSAGE" on stderr, exit status 1
+fail() { echo "$prog: $*" >&2; exit 1; }
+
+# log MESSAGE...: one line "PROG: MESSAGE" on stderr (progress, what runs)
+log() { echo "$prog: $*" >&2; }
+
+# --------------------------------------------------------------------------- option values
+# Each takes the option and what follows it ("$@" at the option): the option needs a value.
+
+# need_value OPTION [VALUE ...]: a value follows OPTION and is not empty
+need_value() { [[ $# -ge 2 && -n $2 ]] || die_usage "$1 needs a value"; }
+
+# need_positive_int OPTION [VALUE ...]: the value is an integer >= 1
+need_positive_int() {
+  need_value "$@"
+  [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1 must be a positive integer (got '$2')"
+}
+
+# need_nonnegative_int OPTION [VALUE ...]: the value is an integer >= 0
+need_nonnegative_int() {
+  need_value "$@"
+  [[ $2 =~ ^[0-9]+$ ]] || die "$1 must be a non-negative integer (got '$2')"
+}
+
+# unknown_option OPTION: the one-line error for an option the script does not know
+unknown_option() { die_usage "unknown option '$1'"; }
+
+# wants_help ARGS...: -h or --help is among ARGS (before any `--`). For the scripts that hand
+# their options to a Python program (which parses them, with one-line errors): the shell's usage.
+wants_help() {
+  local arg
+  for arg in "$@"; do
+    case "$arg" in
+      --) return 1 ;;
+      -h|--help) return 0 ;;
+    esac
+  done
+  return 1
+}
+
+# ---------------------------------------------------------------------------- environment
+
+# use_venv: root/.venv/bin first on PATH, when the venv exists (again after setup.sh made it)
+use_venv() {
+  if [[ -d $root/.venv/bin && :$PATH: != *":$root/.venv/bin:"* ]]; then
+    export PATH=$root/.venv/bin:$PATH
+  fi
+}
+use_venv
+
+# python_cmd: the Python that runs the helpers (the venv's when on PATH, else python3)
+python_cmd() { command -v python || command -v python3 || fail "no python on PATH (run bash scripts/setup.sh)"; }
+
+# tool MODULE ARGS...: the pure-Python helper plugin_tools.MODULE of this checkout (no torch or
+# fairseq needed, so it also runs without the venv)
+tool() {
+  local module=$1 python
+  shift
+  python=$(python_cmd)
+  PYTHONPATH=$root${PYTHONPATH:+:$PYTHONPATH} "$python" -m "plugin_tools.$module" "$@"
+}
+
+# cuda_devices: how many CUDA devices torch sees (0 without torch, CUDA or a driver)
+cuda_devices() { python "$root/scripts/torch-info.py" cuda-devices 2>/dev/null || echo 0; }
 
 # ------------------------------------------------------------------------------------ options
 # Each *_option function takes the remaining arguments, handles the first one (and its value) and
@@ -18,10 +107,10 @@ output_option() {
   taken=2
   case "$1" in
     -h|--help) usage; exit 0 ;;
-    --out) [[ -n ${2:-} ]] || die "--out needs a value"; out=$2 ;;
-    --doc) [[ -n ${2:-} ]] || die "--doc needs a value"; doc=$2 ;;
+    --out) need_value "$@"; out=$2 ;;
+    --doc) need_value "$@"; doc=$2 ;;
     --smoke) smoke=1; taken=1 ;;
-    *) die "unknown option '$1' (see --help)" ;;
+    *) unknown_option "$1" ;;
   esac
 }
 
@@ -30,8 +119,8 @@ output_option() {
 compare_option() {
   taken=2
   case "$1" in
-    --data) [[ -n ${2:-} ]] || die "--data needs a value"; data_override=$2 ;;
-    --train-args) [[ $# -ge 2 ]] || die "--train-args needs a value"; extra_str=$2 ;;
+    --data) need_value "$@"; data_override=$2 ;;
+    --train-args) [[ $# -ge 2 ]] || die_usage "--train-args needs a value"; extra_str=$2 ;;  # may be ""
     --tensorboard) tensorboard=1; taken=1 ;;
     --skip-train) skip_train=1; taken=1 ;;
     -*) output_option "$@" ;;
@@ -52,7 +141,7 @@ compare_options_done() {
 study_option() {
   taken=2
   case "$1" in
-    --threads) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--threads needs a positive integer"; threads=$2 ;;
+    --threads) need_positive_int "$@"; threads=$2 ;;
     --) taken=$#; shift; pass=("$@") ;;
     *) output_option "$@" ;;
   esac
