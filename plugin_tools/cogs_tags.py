@@ -76,6 +76,10 @@ class Tags(NamedTuple):
     verb_name: list  # str
 
 
+ROWS = Tags._fields  # the five tag rows, in the order of the model's heads and the tag files
+TAG_ROWS = ROWS[1:]  # the rows with a tag vocabulary (the parent row holds token indices)
+
+
 def _tokens(x):
     return x.split(" ") if isinstance(x, str) else list(x)
 

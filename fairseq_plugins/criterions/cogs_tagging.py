@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from fairseq import metrics
 from fairseq.criterions import FairseqCriterion, register_criterion
 
-from fairseq_plugins.models.tagging_transformer import ROWS
+from plugin_tools.cogs_tags import ROWS
 
 
 def tagging_losses(model, net_output, sample):

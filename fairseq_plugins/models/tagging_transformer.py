@@ -31,14 +31,13 @@ from fairseq.models.transformer import (
     base_architecture,
 )
 
+from plugin_tools.cogs_tags import ROWS, TAG_ROWS
 from plugin_tools.errors import PluginConfigError
 from fairseq_plugins.modules.parent_heads import PARENT_HEADS, build_parent_head
 from fairseq_plugins.variant_config import VariantConfig, set_variant_defaults
 
 from .variant_transformer import VariantTransformerEncoder
 
-TAG_ROWS = ("role", "category", "noun_type", "verb_name")  # the rows with a tag vocabulary
-ROWS = ("parent",) + TAG_ROWS
 TAGGING_INITS = ("fairseq", "official")
 KERAS_EMBEDDING_RANGE = 0.05  # keras.layers.Embedding's default RandomUniform(-0.05, 0.05)
 

@@ -31,8 +31,8 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
 
 from plugin_tools import cogs_tags as ct
+from plugin_tools.cogs_tags import ROWS, TAG_ROWS
 from plugin_tools.errors import DataNotFoundError, PluginConfigError
-from fairseq_plugins.models.tagging_transformer import ROWS, TAG_ROWS
 
 logger = logging.getLogger(__name__)
 
