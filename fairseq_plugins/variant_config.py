@@ -2,7 +2,9 @@
 positions, copy decoder, layer sharing and Graph-Transformer encoder layers combine freely.
 
 One dataclass serves both fairseq option styles: ``add_args`` of the translation model (legacy
-argparse) and the hydra config of the language model.
+argparse) and the hydra config of the language model. The allowed values of the options are
+``option_choices.py``'s (the modules import them from there); ``parse_options`` is how every model
+kind reads and checks them.
 """
 
 from dataclasses import dataclass, field, fields
@@ -11,209 +13,154 @@ from typing import Optional
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 
 from plugin_tools.errors import PluginConfigError
-from .modules.attention_registry import ATTENTION_TYPES, ENCODER_ATTENTION_TYPES
-from .modules.compositional_attention import RETRIEVAL_SCORINGS
-from .modules.copy_generator import COPY_PROJECTIONS
-from .modules.graph_encoder import FUSIONS
-from .modules.position_schemes import ALL_REL_POS_MODES
 
-GRAPH_FUSIONS = list(FUSIONS)
+from .option_choices import (
+    ALL_REL_POS_MODES,
+    ATTENTION_TYPES,
+    COPY_PROJECTIONS,
+    ENCODER_ATTENTION_TYPES,
+    GRAPH_FUSIONS,
+    RETRIEVAL_SCORINGS,
+    unknown_choice,
+)
+
+
+def option(default, help_text):
+    """A dataclass field with its ``--help`` text (what fairseq's parser generator reads)."""
+    return field(default=default, metadata={"help": help_text})
 
 
 @dataclass
 class VariantConfig(FairseqDataclass):
-    attention_type: ChoiceEnum(list(ATTENTION_TYPES)) = field(
-        default="multihead",
-        metadata={"help": "attention of every layer: fairseq's multi-head or compositional"},
+    attention_type: ChoiceEnum(list(ATTENTION_TYPES)) = option(
+        "multihead", "attention of every layer: fairseq's multi-head or compositional"
     )
-    encoder_attention_type: Optional[str] = field(
-        default=None,
-        metadata={
-            "help": "encoder self-attention type: multihead, compositional or geometric (the "
-            "Neural Data Router's; encoder only) (default: --attention-type)"
-        },
+    encoder_attention_type: Optional[str] = option(
+        None,
+        "encoder self-attention type: multihead, compositional or geometric (the "
+        "Neural Data Router's; encoder only) (default: --attention-type)",
     )
-    decoder_attention_type: Optional[str] = field(
-        default=None,
-        metadata={
-            "help": "decoder self-attention type: multihead or compositional (default: --attention-type)"
-        },
+    decoder_attention_type: Optional[str] = option(
+        None, "decoder self-attention type: multihead or compositional (default: --attention-type)"
     )
-    cross_attention_type: Optional[str] = field(
-        default=None,
-        metadata={
-            "help": "encoder-decoder attention type: multihead or compositional (default: --attention-type)"
-        },
+    cross_attention_type: Optional[str] = option(
+        None,
+        "encoder-decoder attention type: multihead or compositional (default: --attention-type)",
     )
-    num_searches: Optional[int] = field(
-        default=None, metadata={"help": "compositional searches S (default: the layer's heads)"}
+    num_searches: Optional[int] = option(
+        None, "compositional searches S (default: the layer's heads)"
     )
-    num_retrievals: Optional[int] = field(
-        default=None, metadata={"help": "compositional retrievals R (default: the layer's heads)"}
+    num_retrievals: Optional[int] = option(
+        None, "compositional retrievals R (default: the layer's heads)"
     )
-    retrieval_qk_dim: int = field(
-        default=32, metadata={"help": "retrieval query/key dimension d_s"}
+    retrieval_qk_dim: int = option(32, "retrieval query/key dimension d_s")
+    retrieval_scoring: ChoiceEnum(list(RETRIEVAL_SCORINGS)) = option(
+        "dot",
+        "value scores c_ij: dot (q_i . O_ij W_rk / sqrt(d_s)), mlp (a small network "
+        "on [O_ij ; q_i]), learned-key (q_i . key_j / sqrt(d_s) with R learned keys, "
+        "independent of O_ij: the official compositional_attention_func.py with --qk-rule) or "
+        "learned-key-mlp (a small network on [q_i ; key_j]: the official _func module "
+        "without --qk-rule)",
     )
-    retrieval_scoring: ChoiceEnum(list(RETRIEVAL_SCORINGS)) = field(
-        default="dot",
-        metadata={
-            "help": "value scores c_ij: dot (q_i . O_ij W_rk / sqrt(d_s)), mlp (a small network "
-            "on [O_ij ; q_i]), learned-key (q_i . key_j / sqrt(d_s) with R learned keys, "
-            "independent of O_ij: the official compositional_attention_func.py with --qk-rule) or "
-            "learned-key-mlp (a small network on [q_i ; key_j]: the official _func module "
-            "without --qk-rule)"
-        },
+    retrieval_mlp_hidden: Optional[int] = option(
+        None,
+        "hidden ReLU width of the mlp and learned-key-mlp scorers (default: d_s, the "
+        "official nonlinear=True; 0: linear, which ignores the query: its term is the same "
+        "for every retrieval and cancels in the softmax)",
     )
-    retrieval_mlp_hidden: Optional[int] = field(
-        default=None,
-        metadata={
-            "help": "hidden ReLU width of the mlp and learned-key-mlp scorers (default: d_s, the "
-            "official nonlinear=True; 0: linear, which ignores the query: its term is the same "
-            "for every retrieval and cancels in the softmax)"
-        },
+    retrieval_query_from_search: bool = option(
+        False,
+        "retrieval query q_i from the search query Q_i / sqrt(d_h) through one "
+        "Linear(d_h, d_s) shared by the searches, instead of from the layer input "
+        "(the official --q-compose)",
     )
-    retrieval_query_from_search: bool = field(
-        default=False,
-        metadata={
-            "help": "retrieval query q_i from the search query Q_i / sqrt(d_h) through one "
-            "Linear(d_h, d_s) shared by the searches, instead of from the layer input "
-            "(the official --q-compose)"
-        },
+    retrieval_gumbel: bool = option(
+        False,
+        "in training, value scores by Gumbel-softmax (soft) over the retrievals: "
+        "softmax((logits + Gumbel noise) / temperature); plain softmax at evaluation and "
+        "decoding unless --retrieval-gumbel-in-eval (the official --gumbel keeps the noise)",
     )
-    retrieval_gumbel: bool = field(
-        default=False,
-        metadata={
-            "help": "in training, value scores by Gumbel-softmax (soft) over the retrievals: "
-            "softmax((logits + Gumbel noise) / temperature); plain softmax at evaluation and "
-            "decoding unless --retrieval-gumbel-in-eval (the official --gumbel keeps the noise)"
-        },
+    retrieval_gumbel_in_eval: bool = option(
+        False,
+        "keep the --retrieval-gumbel noise at evaluation, validation and generation, "
+        "fresh at every decoding step, as the official module does (metrics are then "
+        "stochastic)",
     )
-    retrieval_gumbel_in_eval: bool = field(
-        default=False,
-        metadata={
-            "help": "keep the --retrieval-gumbel noise at evaluation, validation and generation, "
-            "fresh at every decoding step, as the official module does (metrics are then "
-            "stochastic)"
-        },
+    retrieval_gumbel_temperature: float = option(
+        1.0, "temperature of --retrieval-gumbel (> 0; the official 1.0)"
     )
-    retrieval_gumbel_temperature: float = field(
-        default=1.0,
-        metadata={"help": "temperature of --retrieval-gumbel (> 0; the official 1.0)"},
+    compositional_attn_dim: Optional[int] = option(
+        None,
+        "total value width of the R retrievals, R*d_v (the official code's name; "
+        "default: the attention width, so d_v = d/R)",
     )
-    compositional_attn_dim: Optional[int] = field(
-        default=None,
-        metadata={
-            "help": "total value width of the R retrievals, R*d_v (the official code's name; "
-            "default: the attention width, so d_v = d/R)"
-        },
+    realformer: bool = option(
+        False,
+        "RealFormer residual attention: every self-attention and cross-attention adds "
+        "the previous layer's scaled, masked pre-softmax logits (relative-position terms "
+        "included) to its own; three separate carries (encoder self, decoder self, cross)",
     )
-    realformer: bool = field(
-        default=False,
-        metadata={
-            "help": "RealFormer residual attention: every self-attention and cross-attention adds "
-            "the previous layer's scaled, masked pre-softmax logits (relative-position terms "
-            "included) to its own; three separate carries (encoder self, decoder self, cross)"
-        },
+    share_encoder_layers: bool = option(False, "all encoder layers share one set of parameters")
+    share_decoder_layers: bool = option(False, "all decoder layers share one set of parameters")
+    rel_pos: ChoiceEnum(list(ALL_REL_POS_MODES)) = option(
+        "none",
+        "positions in self-attention: e (embeddings), b (bias), eb (Ontanon et al.), "
+        "alibi (linear distance penalty, the paper's slopes), t5 (bucketed learned bias), "
+        "rope (rotary q/k), nope (no positions at all); none: absolute embeddings only",
     )
-    share_encoder_layers: bool = field(
-        default=False, metadata={"help": "all encoder layers share one set of parameters"}
+    encoder_rel_pos: Optional[str] = option(
+        None, "the --rel-pos of the encoder self-attention (default: --rel-pos)"
     )
-    share_decoder_layers: bool = field(
-        default=False, metadata={"help": "all decoder layers share one set of parameters"}
+    decoder_rel_pos: Optional[str] = option(
+        None,
+        "the --rel-pos of the decoder self-attention (default: --rel-pos); e.g. "
+        "nope: the decoder has no position information (Kazemnejad et al. 2023)",
     )
-    rel_pos: ChoiceEnum(list(ALL_REL_POS_MODES)) = field(
-        default="none",
-        metadata={
-            "help": "positions in self-attention: e (embeddings), b (bias), eb (Ontanon et al.), "
-            "alibi (linear distance penalty, the paper's slopes), t5 (bucketed learned bias), "
-            "rope (rotary q/k), nope (no positions at all); none: absolute embeddings only"
-        },
+    t5_num_buckets: int = option(32, "--rel-pos t5: buckets of the relative distance (T5: 32)")
+    t5_max_distance: int = option(
+        128, "--rel-pos t5: distance from which all share the last bucket (T5: 128)"
     )
-    encoder_rel_pos: Optional[str] = field(
-        default=None,
-        metadata={"help": "the --rel-pos of the encoder self-attention (default: --rel-pos)"},
+    rope_base: float = option(10000.0, "--rel-pos rope: the base of the angles (RoFormer: 10000)")
+    rel_pos_radius: int = option(16, "relative position clip radius k")
+    rel_pos_cross: bool = option(False, "rel2: relative positions in encoder-decoder attention too")
+    rel_pos_bias_per_head: bool = option(False, "rel-b: one bias table per head instead of shared")
+    rel_pos_keep_absolute: bool = option(
+        False, "keep absolute position embeddings with --rel-pos (off by default)"
     )
-    decoder_rel_pos: Optional[str] = field(
-        default=None,
-        metadata={
-            "help": "the --rel-pos of the decoder self-attention (default: --rel-pos); e.g. "
-            "nope: the decoder has no position information (Kazemnejad et al. 2023)"
-        },
+    encoder_copy_gate: bool = option(
+        False,
+        "Neural Data Router copy gate in every encoder layer: h' = g*u + (1-g)*h "
+        "(post-norm; with --encoder-attention-type geometric and --share-encoder-layers: "
+        "the NDR)",
     )
-    t5_num_buckets: int = field(
-        default=32, metadata={"help": "--rel-pos t5: buckets of the relative distance (T5: 32)"}
+    copy_gate_drop: float = option(
+        0.0,
+        "--encoder-copy-gate: probability of closing a position's gate in training "
+        "(the official ndr.drop_gate, default 0)",
     )
-    t5_max_distance: int = field(
-        default=128,
-        metadata={"help": "--rel-pos t5: distance from which all share the last bucket (T5: 128)"},
+    geometric_attention_unnormalized: bool = option(
+        False,
+        "geometric attention: weights A_ij not divided by their row sum (the paper "
+        "normalises by default)",
     )
-    rope_base: float = field(
-        default=10000.0,
-        metadata={"help": "--rel-pos rope: the base of the angles (RoFormer: 10000)"},
+    copy_decoder: bool = option(False, "mix a copy distribution over source tokens into the output")
+    copy_projection: ChoiceEnum(list(COPY_PROJECTIONS)) = option(
+        "none",
+        "second copy decoder (official COPY_DECODER2): map the copy distribution "
+        "V -> V (full, or low-rank through --copy-projection-dim) and softmax it before the "
+        "mix; none: the first copy decoder",
     )
-    rel_pos_radius: int = field(default=16, metadata={"help": "relative position clip radius k"})
-    rel_pos_cross: bool = field(
-        default=False,
-        metadata={"help": "rel2: relative positions in encoder-decoder attention too"},
+    copy_projection_dim: Optional[int] = option(
+        None, "rank r of --copy-projection low-rank (default: the decoder dim d)"
     )
-    rel_pos_bias_per_head: bool = field(
-        default=False, metadata={"help": "rel-b: one bias table per head instead of shared"}
+    graph_encoder: bool = option(
+        False, "Graph-Transformer (multi-order-graph) encoder layers from layer 2 on"
     )
-    rel_pos_keep_absolute: bool = field(
-        default=False,
-        metadata={"help": "keep absolute position embeddings with --rel-pos (off by default)"},
+    graph_fusion: ChoiceEnum(list(GRAPH_FUSIONS)) = option(
+        "weight-gate", "how graph layers fuse their four parts"
     )
-    encoder_copy_gate: bool = field(
-        default=False,
-        metadata={
-            "help": "Neural Data Router copy gate in every encoder layer: h' = g*u + (1-g)*h "
-            "(post-norm; with --encoder-attention-type geometric and --share-encoder-layers: "
-            "the NDR)"
-        },
-    )
-    copy_gate_drop: float = field(
-        default=0.0,
-        metadata={
-            "help": "--encoder-copy-gate: probability of closing a position's gate in training "
-            "(the official ndr.drop_gate, default 0)"
-        },
-    )
-    geometric_attention_unnormalized: bool = field(
-        default=False,
-        metadata={
-            "help": "geometric attention: weights A_ij not divided by their row sum (the paper "
-            "normalises by default)"
-        },
-    )
-    copy_decoder: bool = field(
-        default=False,
-        metadata={"help": "mix a copy distribution over source tokens into the output"},
-    )
-    copy_projection: ChoiceEnum(list(COPY_PROJECTIONS)) = field(
-        default="none",
-        metadata={
-            "help": "second copy decoder (official COPY_DECODER2): map the copy distribution "
-            "V -> V (full, or low-rank through --copy-projection-dim) and softmax it before the "
-            "mix; none: the first copy decoder"
-        },
-    )
-    copy_projection_dim: Optional[int] = field(
-        default=None,
-        metadata={"help": "rank r of --copy-projection low-rank (default: the decoder dim d)"},
-    )
-    graph_encoder: bool = field(
-        default=False,
-        metadata={"help": "Graph-Transformer (multi-order-graph) encoder layers from layer 2 on"},
-    )
-    graph_fusion: ChoiceEnum(GRAPH_FUSIONS) = field(
-        default="weight-gate", metadata={"help": "how graph layers fuse their four parts"}
-    )
-    graph_half_dim: bool = field(
-        default=False, metadata={"help": "graph parts work in d/2 and project back to d"}
-    )
-    graph_shared_qkv: bool = field(
-        default=False, metadata={"help": "the three graph attentions share q/k/v projections"}
-    )
+    graph_half_dim: bool = option(False, "graph parts work in d/2 and project back to d")
+    graph_shared_qkv: bool = option(False, "the three graph attentions share q/k/v projections")
 
     @classmethod
     def from_args(cls, args):
@@ -232,26 +179,24 @@ class VariantConfig(FairseqDataclass):
     def validate(self):
         """Choices and dependencies between options. Widths and counts are checked by the modules
         that use them (the attention builder names the flags)."""
-        types = list(ATTENTION_TYPES)
+        unset = (None,)  # the per-role overrides: None follows the general option
         checks = [
-            ("attention_type", types),
-            ("encoder_attention_type", list(ENCODER_ATTENTION_TYPES) + [None]),
-            ("decoder_attention_type", types + [None]),
-            ("cross_attention_type", types + [None]),
-            ("rel_pos", list(ALL_REL_POS_MODES)),
-            ("encoder_rel_pos", list(ALL_REL_POS_MODES) + [None]),
-            ("decoder_rel_pos", list(ALL_REL_POS_MODES) + [None]),
-            ("retrieval_scoring", list(RETRIEVAL_SCORINGS)),
+            ("attention_type", ATTENTION_TYPES),
+            ("encoder_attention_type", ENCODER_ATTENTION_TYPES + unset),
+            ("decoder_attention_type", ATTENTION_TYPES + unset),
+            ("cross_attention_type", ATTENTION_TYPES + unset),
+            ("rel_pos", ALL_REL_POS_MODES),
+            ("encoder_rel_pos", ALL_REL_POS_MODES + unset),
+            ("decoder_rel_pos", ALL_REL_POS_MODES + unset),
+            ("retrieval_scoring", RETRIEVAL_SCORINGS),
             ("graph_fusion", GRAPH_FUSIONS),
-            ("copy_projection", list(COPY_PROJECTIONS)),
+            ("copy_projection", COPY_PROJECTIONS),
         ]
         for name, choices in checks:
-            if getattr(self, name) not in choices:
-                shown = ", ".join(c for c in choices if c)
-                raise PluginConfigError(
-                    f"--{name.replace('_', '-')}: unknown value {getattr(self, name)!r} "
-                    f"(choose from {shown})"
-                )
+            value = getattr(self, name)
+            if value not in choices:
+                flag = f"--{name.replace('_', '-')}"
+                raise PluginConfigError(unknown_choice(flag, value, choices))
         if self.retrieval_gumbel_in_eval and not self.retrieval_gumbel:
             raise PluginConfigError("--retrieval-gumbel-in-eval needs --retrieval-gumbel")
         if self.realformer and self.graph_encoder:
@@ -332,3 +277,20 @@ def set_variant_defaults(args):
     for f in fields(VariantConfig):
         if getattr(args, f.name, None) is None:
             setattr(args, f.name, f.default)
+
+
+def parse_options(args, architecture=None, unavailable=None):
+    """How every model kind reads its variant options, once, before anything is built:
+    ``architecture(args)`` fills what the command line left unset (the model kind's base
+    architecture), the options are read and checked, an option the model kind has no place for
+    is refused (``unavailable``: option name -> its one-line error), and fairseq's
+    --no-token-positional-embeddings is set when no side keeps absolute positions. ``args``: a
+    parsed namespace or a hydra config (missing options take their defaults)."""
+    if architecture is not None:
+        architecture(args)
+    options = VariantConfig.from_args(args)
+    for name, message in (unavailable or {}).items():
+        if getattr(options, name):
+            raise PluginConfigError(message)
+    options.set_position_embeddings(args)
+    return options

@@ -30,7 +30,7 @@ from test_numerical_safety import (
     make_attention,
 )
 
-from fairseq_plugins.modules import compositional_attention, relative_positions
+from fairseq_plugins.modules import band_kernels, compositional_attention
 from fairseq_plugins.modules.copy_generator import COPY_PROJECTIONS, CopyGenerator
 from fairseq_plugins.modules.parent_heads import AttentionParentHead
 
@@ -125,8 +125,8 @@ def test_long_causal_relative_attention_in_half_matches_float32(kind, dtype, mon
     """Training a causal self-attention over rows >= 4 radii: float32 takes the band-split path
     (_BandSplitAttention, multi-head) or the in-place band bias (_ShiftedBandBias); the half
     dtypes, which the CPU flash kernel split does not take, the in-place band bias. Both agree."""
-    band_split = spy(monkeypatch, relative_positions._BandSplitAttention)
-    band_bias = spy(monkeypatch, relative_positions._ShiftedBandBias)
+    band_split = spy(monkeypatch, band_kernels.BandSplitAttention)
+    band_bias = spy(monkeypatch, band_kernels.ShiftedBandBias)
     m = make_attention(kind, False, radius=2).train()
     x, _ = inputs(16, 16, 2, False)
     attention_matches_float32(m, dtype, x, None, None, causal_mask(16))

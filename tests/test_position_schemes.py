@@ -405,12 +405,12 @@ def test_schemes_run_inside_the_one_fused_call(mode, training, monkeypatch):
     import torch.nn.functional as F
     from attention_testing import causal_mask
 
-    import fairseq_plugins.modules.biased_attention as biased
+    import fairseq_plugins.modules.attend as attend
 
     calls = []
     fused = F.scaled_dot_product_attention
     monkeypatch.setattr(
-        biased.F, "scaled_dot_product_attention", lambda *a, **k: calls.append(k) or fused(*a, **k)
+        attend.F, "scaled_dot_product_attention", lambda *a, **k: calls.append(k) or fused(*a, **k)
     )
     m = make_attention(mode, causal=True).train(training)
     m.dropout_module.p = 0.0

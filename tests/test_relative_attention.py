@@ -14,6 +14,7 @@ from attention_testing import (
 )
 from fairseq.modules import MultiheadAttention
 
+from fairseq_plugins.modules import attend
 from fairseq_plugins.modules.compositional_attention import CompositionalAttention
 from fairseq_plugins.modules.relative_positions import (
     RelativePositionBias,
@@ -194,7 +195,7 @@ def test_shifted_band_bias_gradcheck_and_equals_gathered_bias_under_softmax(
     hand-written backward, and softmax(logits + bias) and its gradients equal to those of the
     gathered bias (label k + clip(i + offset - j, -k, k), radius k = 3; the function takes the
     per-label scores in reverse label order)."""
-    from fairseq_plugins.modules.relative_positions import _ShiftedBandBias
+    from fairseq_plugins.modules.band_kernels import ShiftedBandBias
 
     torch.manual_seed(0)
     radius, tgt_len = 3, 7
@@ -211,7 +212,7 @@ def test_shifted_band_bias_gradcheck_and_equals_gathered_bias_under_softmax(
         base = logits
 
     def shifted(x, s):
-        return _ShiftedBandBias.apply(x.clone(), s, offset, radius, future_masked)
+        return ShiftedBandBias.apply(x.clone(), s, offset, radius, future_masked)
 
     assert torch.autograd.gradcheck(shifted, (logits, scores))
     full = scores.flip(-1).expand(2, 3, tgt_len, 2 * radius + 1)  # takes reversed labels
@@ -226,7 +227,7 @@ def test_shifted_band_bias_gradcheck_and_equals_gathered_bias_under_softmax(
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_training_path_gradients_equal_gathered_bias(mode):
+def test_training_path_gradients_equal_gathered_bias(mode, monkeypatch):
     """Self-attention in training (diagonal bias) against the same module with the gathered
     bias, causal and padded: outputs and every parameter gradient."""
     torch.manual_seed(3)
@@ -239,12 +240,14 @@ def test_training_path_gradients_equal_gathered_bias(mode):
     for kwargs in masks:
         out = m(x, x, x, need_weights=False, **kwargs)[0]
         grads = torch.autograd.grad(out.square().sum(), list(m.parameters()))
-        m._add_relative_bias = lambda logits, q, labels, *_: logits.add_(
-            m.relative_positions(q, labels, m.scaling)
-        )
-        ref = m(x, x, x, need_weights=False, **kwargs)[0]
+        with monkeypatch.context() as patch:  # the gathered bias instead of the diagonal one
+            patch.setattr(
+                attend,
+                "add_relative_bias",
+                lambda logits, q, rel, labels, *_: logits.add_(rel(q, labels, m.scaling)),
+            )
+            ref = m(x, x, x, need_weights=False, **kwargs)[0]
         ref_grads = torch.autograd.grad(ref.square().sum(), list(m.parameters()))
-        del m._add_relative_bias
         torch.testing.assert_close(out, ref)
         for a, b in zip(grads, ref_grads):
             torch.testing.assert_close(a, b)
@@ -256,7 +259,7 @@ def test_band_split_attention_gradcheck_and_equals_softmax_reference(length, rad
     """The long-causal-row path (band explicitly, far past through the flash kernel, merged by
     log-sum-exp): float64 gradcheck of its hand-written backward against the plain statement
     softmax(q k^T s + gathered bias + causal mask) v, for q/k/v and the per-label scores."""
-    from fairseq_plugins.modules.relative_positions import _BandSplitAttention, causal_band_mask
+    from fairseq_plugins.modules.band_kernels import BandSplitAttention, causal_band_mask
 
     torch.manual_seed(4)
     B_, H_, dh, s = 2, 3, 4, 0.4
@@ -273,7 +276,7 @@ def test_band_split_attention_gradcheck_and_equals_softmax_reference(length, rad
     )
 
     def split(q, k, v, scores):
-        return _BandSplitAttention.apply(q, k, v, scores, band_mask, radius, s)
+        return BandSplitAttention.apply(q, k, v, scores, band_mask, radius, s)
 
     def plain(q, k, v, scores):  # scores hold the labels in reverse order (as label_scores)
         full = scores.flip(-1).expand(B_, H_, length, 2 * radius + 1)
@@ -297,11 +300,9 @@ def test_long_causal_training_takes_the_band_split_path_and_equals_the_explicit_
     """A causal self-attention in training with rows >= 4 radii runs attend_band_split; its
     outputs and every parameter gradient equal the explicit path's (float64). Padding, attention
     dropout and need_weights keep the explicit path."""
-    import fairseq_plugins.modules.biased_attention as biased
-
     calls = []
-    split = biased.attend_band_split
-    monkeypatch.setattr(biased, "attend_band_split", lambda *a: calls.append(1) or split(*a))
+    split = attend.attend_band_split
+    monkeypatch.setattr(attend, "attend_band_split", lambda *a: calls.append(1) or split(*a))
     torch.manual_seed(5)
     m = make(mode, radius=3).train().double()
     length = 20
@@ -314,9 +315,9 @@ def test_long_causal_training_takes_the_band_split_path_and_equals_the_explicit_
 
     out, grads = run()
     assert calls == [1]
-    m._causal_band_mask = lambda *_: None
-    ref, ref_grads = run()
-    del m._causal_band_mask
+    with monkeypatch.context() as patch:  # the explicit path
+        patch.setattr(attend, "band_split_mask", lambda *_: None)
+        ref, ref_grads = run()
     torch.testing.assert_close(out, ref)
     for a, b in zip(grads, ref_grads):
         torch.testing.assert_close(a, b)

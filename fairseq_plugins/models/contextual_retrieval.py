@@ -28,10 +28,11 @@ import torch.nn as nn
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import BaseFairseqModel, register_model
 
-from plugin_tools.errors import PluginConfigError
 from fairseq_plugins.modules.attention_registry import AttentionSpec, build_attention
 from fairseq_plugins.modules.compositional_attention import CompositionalAttention
-from fairseq_plugins.variant_config import VariantConfig
+from fairseq_plugins.option_choices import ATTENTION_INITS
+from fairseq_plugins.variant_config import VariantConfig, option, parse_options
+from plugin_tools.errors import PluginConfigError
 
 # The variant options that concern one self-attention without positions, taken over as they are
 # (every retrieval_* option, so the scoring options the plugin gains apply here too).
@@ -42,35 +43,24 @@ def shared_option(name):
     return name in SHARED_OPTIONS or (name.startswith("retrieval_") and name != "retrieval_qk_dim")
 
 
-ATTENTION_INITS = ("pytorch", "module")
-
-
 @dataclass
 class _RetrievalModelOptions(FairseqDataclass):
-    encoder_embed_dim: int = field(
-        default=64, metadata={"help": "model width d (encoder, attention, decoder)"}
+    encoder_embed_dim: int = option(64, "model width d (encoder, attention, decoder)")
+    encoder_attention_heads: int = option(
+        4,
+        "multi-head attention: heads h; compositional: the default of "
+        "--num-searches / --num-retrievals",
     )
-    encoder_attention_heads: int = field(
-        default=4,
-        metadata={
-            "help": "multi-head attention: heads h; compositional: the default of "
-            "--num-searches / --num-retrievals"
-        },
+    retrieval_qk_dim: Optional[int] = option(
+        None, "retrieval query/key width (default: d / S, the task's official code)"
     )
-    retrieval_qk_dim: Optional[int] = field(
-        default=None,
-        metadata={"help": "retrieval query/key width (default: d / S, the task's official code)"},
+    no_extra_value: bool = option(
+        False, "drop the extra value slot W_e h_i (the official code without --concat)"
     )
-    no_extra_value: bool = field(
-        default=False,
-        metadata={"help": "drop the extra value slot W_e h_i (the official code without --concat)"},
-    )
-    attention_init: ChoiceEnum(ATTENTION_INITS) = field(
-        default="pytorch",
-        metadata={
-            "help": "pytorch: every Linear with PyTorch's default (the official code); module: "
-            "the attention module's own initialisation"
-        },
+    attention_init: ChoiceEnum(ATTENTION_INITS) = option(
+        "pytorch",
+        "pytorch: every Linear with PyTorch's default (the official code); module: "
+        "the attention module's own initialisation",
     )
 
 
@@ -86,9 +76,7 @@ def variant_options(cfg):
     """The VariantConfig of this model's attention: the shared options, and for compositional
     attention d_s = d / S unless --retrieval-qk-dim is given (a width S does not divide is left to
     the attention builder, whose error names the flags)."""
-    values = {f.name: getattr(cfg, f.name) for f in fields(VariantConfig) if shared_option(f.name)}
-    options = VariantConfig(**{k: getattr(v, "value", v) for k, v in values.items()})
-    options.validate()
+    options = parse_options(cfg)  # the options this model does not take keep their defaults
     d = cfg.encoder_embed_dim
     searches = options.num_searches or cfg.encoder_attention_heads
     if cfg.retrieval_qk_dim is not None:

@@ -31,14 +31,14 @@ from fairseq.models.transformer import (
     base_architecture,
 )
 
+from fairseq_plugins.modules.parent_heads import build_parent_head
+from fairseq_plugins.option_choices import PARENT_HEADS, TAGGING_INITS
+from fairseq_plugins.variant_config import VariantConfig, parse_options, set_variant_defaults
 from plugin_tools.cogs_tags import ROWS, TAG_ROWS
 from plugin_tools.errors import PluginConfigError
-from fairseq_plugins.modules.parent_heads import PARENT_HEADS, build_parent_head
-from fairseq_plugins.variant_config import VariantConfig, set_variant_defaults
 
 from .variant_transformer import VariantTransformerEncoder
 
-TAGGING_INITS = ("fairseq", "official")
 KERAS_EMBEDDING_RANGE = 0.05  # keras.layers.Embedding's default RandomUniform(-0.05, 0.05)
 
 
@@ -77,11 +77,11 @@ class TaggingTransformerModel(FairseqEncoderModel):
 
     @classmethod
     def build_model(cls, args, task):
-        tagging_base_architecture(args)
-        options = VariantConfig.from_args(args)
-        if options.copy_decoder:
-            raise PluginConfigError("--copy-decoder: the tagging model has no decoder")
-        options.set_position_embeddings(args)
+        options = parse_options(
+            args,
+            tagging_base_architecture,
+            unavailable={"copy_decoder": "--copy-decoder: the tagging model has no decoder"},
+        )
         if args.tagging_longest is None:
             args.tagging_longest = task.longest  # stored in the checkpoint's args
         cfg = TransformerConfig.from_namespace(args)

@@ -20,7 +20,6 @@ from fairseq.models.transformer import (
     base_architecture,
 )
 
-from plugin_tools.errors import PluginConfigError
 from fairseq_plugins.modules.copy_generator import CopyGenerator
 from fairseq_plugins.modules.graph_encoder import build_graph_encoder_layer, run_graph_layers
 from fairseq_plugins.modules.layer_sharing import tie_parameters
@@ -31,22 +30,18 @@ from fairseq_plugins.modules.variant_layers import (
     VariantEncoderLayer,
     wrap_layer,
 )
-from fairseq_plugins.variant_config import VariantConfig, set_variant_defaults
+from fairseq_plugins.variant_config import VariantConfig, parse_options, set_variant_defaults
+from plugin_tools.errors import PluginConfigError
 
 
 class VariantTransformerEncoder(TransformerEncoderBase):
     def __init__(self, cfg, dictionary, embed_tokens, options, return_fc=False):
+        # fairseq's constructor calls build_encoder_layer: what it reads is set before
         self.options = options
         self._layers_built = 0  # fairseq builds the layers in order, without an index
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
-        if not options.absolute_positions("encoder"):  # e.g. --decoder-rel-pos nope alone
-            self.embed_positions = None
-        if options.share_encoder_layers:
-            tie_parameters(self.layers)
         # RealFormer: one carry through the self-attentions (reset around every forward)
-        self.carries = []
-        if options.realformer:
-            self.carries = [share_residual_logits([layer.self_attn for layer in self.layers])]
+        apply_stack_options(self, "encoder", [[layer.self_attn for layer in self.layers]])
 
     def build_encoder_layer(self, cfg):
         index = self._layers_built
@@ -100,7 +95,7 @@ class VariantTransformerDecoder(TransformerDecoderBase):
     def __init__(
         self, cfg, dictionary, embed_tokens, options, no_encoder_attn=False, output_projection=None
     ):
-        self.options = options
+        self.options = options  # read by build_decoder_layer, which fairseq's constructor calls
         super().__init__(
             cfg,
             dictionary,
@@ -108,17 +103,11 @@ class VariantTransformerDecoder(TransformerDecoderBase):
             no_encoder_attn=no_encoder_attn,
             output_projection=output_projection,
         )
-        if not options.absolute_positions("decoder"):  # e.g. --decoder-rel-pos nope (NoPE)
-            self.embed_positions = None
-        if options.share_decoder_layers:
-            tie_parameters(self.layers)
         # RealFormer: decoder self-attention and cross-attention carry separately
-        self.carries = []
-        if options.realformer:
-            self.carries = [share_residual_logits([layer.self_attn for layer in self.layers])]
-            if not no_encoder_attn:
-                cross = [layer.encoder_attn for layer in self.layers]
-                self.carries.append(share_residual_logits(cross))
+        streams = [[layer.self_attn for layer in self.layers]]
+        if not no_encoder_attn:
+            streams.append([layer.encoder_attn for layer in self.layers])
+        apply_stack_options(self, "decoder", streams)
         if options.copy_decoder:
             if no_encoder_attn:
                 raise PluginConfigError("--copy-decoder needs an encoder (not available for LMs)")
@@ -170,6 +159,21 @@ class VariantTransformerDecoder(TransformerDecoderBase):
         return super().get_normalized_probs(net_output, log_probs, sample)
 
 
+def apply_stack_options(stack, side, attention_streams):
+    """What the options change in a built encoder / decoder stack (``side``): no absolute position
+    embeddings where the side's self-attention has its own positions (e.g. --decoder-rel-pos
+    nope), tied layers (--share-*-layers), and with --realformer one ResidualLogits carry per
+    stream of attentions (a list of lists, in layer order) in ``stack.carries``."""
+    options = stack.options
+    if not options.absolute_positions(side):
+        stack.embed_positions = None
+    if getattr(options, f"share_{side}_layers"):
+        tie_parameters(stack.layers)
+    stack.carries = []
+    if options.realformer:
+        stack.carries = [share_residual_logits(stream) for stream in attention_streams]
+
+
 @contextlib.contextmanager
 def reset_carries(carries):
     """RealFormer carries start empty at the first layer and are not kept past the forward."""
@@ -184,7 +188,9 @@ def reset_carries(carries):
 
 # fairseq's build_model calls the classmethods build_encoder/build_decoder with (cfg, dictionary,
 # embeddings) only; the options that build_model parsed reach them through this variable, set for
-# the duration of that one call, instead of being parsed again from cfg.
+# the duration of that one call, instead of being parsed again from cfg. (Passing them another
+# way would mean re-implementing fairseq's TransformerModel.build_model: its embedding sharing,
+# FSDP and activation-checkpointing logic.)
 _options_being_built = contextvars.ContextVar("variant_options_being_built", default=None)
 
 
@@ -198,14 +204,12 @@ def options_being_built():
 def parse_variant_options(args, task):
     """The variant options of a translation model, checked once; errors a user can fix are raised
     before anything is built or written."""
-    variant_base_architecture(args)
-    options = VariantConfig.from_args(args)
+    options = parse_options(args, variant_base_architecture)
     if options.copy_decoder and task.source_dictionary != task.target_dictionary:
         raise PluginConfigError(
             "--copy-decoder needs a joined source/target dictionary "
             "(run fairseq-preprocess with --joined-dictionary)"
         )
-    options.set_position_embeddings(args)
     return options
 
 

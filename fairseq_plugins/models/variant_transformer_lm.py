@@ -14,8 +14,8 @@ from fairseq.models.transformer_lm import (
     base_lm_architecture,
 )
 
+from fairseq_plugins.variant_config import VariantConfig, parse_options, set_variant_defaults
 from plugin_tools.errors import PluginConfigError
-from fairseq_plugins.variant_config import VariantConfig, set_variant_defaults
 
 from .variant_transformer import VariantTransformerDecoder
 
@@ -34,14 +34,14 @@ class VariantTransformerLMConfig(TransformerLanguageModelConfig, VariantConfig):
 class VariantTransformerLanguageModel(TransformerLanguageModel):
     @classmethod
     def build_model(cls, args, task):
-        variant_lm_base_architecture(args)
-        options = VariantConfig.from_args(args)
-        if options.copy_decoder:
-            raise PluginConfigError("--copy-decoder needs an encoder; it is not available for LMs")
-        if options.graph_encoder:
-            raise PluginConfigError(
-                "--graph-encoder concerns encoders; it is not available for LMs"
-            )
+        options = parse_options(
+            args,
+            variant_lm_base_architecture,
+            unavailable={
+                "copy_decoder": "--copy-decoder needs an encoder; it is not available for LMs",
+                "graph_encoder": "--graph-encoder concerns encoders; it is not available for LMs",
+            },
+        )
         if args.character_embeddings or args.adaptive_input:
             raise PluginConfigError(
                 "variant_transformer_lm supports plain token embeddings only "
@@ -53,7 +53,6 @@ class VariantTransformerLanguageModel(TransformerLanguageModel):
             args.max_target_positions = getattr(
                 args, "tokens_per_sample", DEFAULT_MAX_TARGET_POSITIONS
             )
-        options.set_position_embeddings(args)
         embed_tokens = cls.build_embedding(args, task.source_dictionary, args.decoder_input_dim)
         decoder = VariantTransformerDecoder(
             TransformerConfig.from_namespace(args),

@@ -1,13 +1,14 @@
 """The attention types of ``--attention-type`` (and its per-role overrides), and the one function
 that builds the attention of a role from the variant options.
 
-Adding an attention type is one module file with a ``from_options(options, spec)`` factory, plus one
-line in ``ATTENTION_TYPES``. Modules check their own shapes (``split_width``); this builder, which
+Adding an attention type is one module file with a ``from_options(options, spec)`` factory, its
+name in ``option_choices.py`` (the option's vocabulary) and one line in ``ATTENTION_FACTORIES``. Modules check their own shapes (``split_width``); this builder, which
 knows the role, turns their errors into a one-line error that names the flags.
 """
 
 from dataclasses import dataclass
 
+from fairseq_plugins.option_choices import ATTENTION_TYPES, ENCODER_ATTENTION_TYPES
 from plugin_tools.errors import PluginConfigError
 
 from .biased_attention import AttentionShapeError
@@ -15,13 +16,13 @@ from .compositional_attention import CompositionalAttention
 from .geometric_attention import GeometricAttention
 from .sdpa_multihead_attention import build_multihead_attention
 
-ATTENTION_TYPES = {
+# The module factory of every name of --encoder-attention-type (a superset of --attention-type's).
+ATTENTION_FACTORIES = {
     "multihead": build_multihead_attention,
     "compositional": CompositionalAttention.from_options,
+    "geometric": GeometricAttention.from_options,
 }
-# --encoder-attention-type may also name these: attentions defined within one sequence, without
-# causal decoding (the Neural Data Router's geometric attention).
-ENCODER_ATTENTION_TYPES = {**ATTENTION_TYPES, "geometric": GeometricAttention.from_options}
+assert set(ATTENTION_FACTORIES) == set(ENCODER_ATTENTION_TYPES), "option_choices.py out of step"
 
 ATTENTION_ROLES = ("encoder", "decoder", "cross", "graph")
 
@@ -69,14 +70,13 @@ class AttentionSpec:
 def build_attention(options, spec):
     """The attention module of ``spec.role`` chosen by the options."""
     name = options.attention_type_for(spec.role)
-    factory = (ENCODER_ATTENTION_TYPES if spec.role == "encoder" else ATTENTION_TYPES).get(name)
-    if factory is None:
+    if name not in (ENCODER_ATTENTION_TYPES if spec.role == "encoder" else ATTENTION_TYPES):
         raise PluginConfigError(
             f"attention type {name!r} is for the encoder's self-attention only "
             f"(--encoder-attention-type {name}; not with --graph-encoder)"
         )
     try:
-        return factory(options, spec)
+        return ATTENTION_FACTORIES[name](options, spec)
     except AttentionShapeError as error:
         raise PluginConfigError(describe_shape_error(error, options, spec)) from None
     except ValueError as error:  # the modules' own checks of a single option name its flag

@@ -49,14 +49,16 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from fairseq_plugins.option_choices import (
+    DOT_SCORINGS,
+    LEARNED_KEY_SCORINGS,
+    MLP_SCORINGS,
+    RETRIEVAL_SCORINGS,
+)
+
 from .biased_attention import BiasedAttention, split_width
 from .numerics import at_least_float32, softmax_fp32
 from .position_schemes import position_scheme_for
-
-# The choices of --retrieval-scoring. Dot scorers take q_i / sqrt(d_s); the others the unscaled q_i.
-RETRIEVAL_SCORINGS = ("dot", "mlp", "learned-key", "learned-key-mlp")
-DOT_SCORINGS = ("dot", "learned-key")
-LEARNED_KEY_SCORINGS = ("learned-key", "learned-key-mlp")
 
 
 class CompositionalAttention(BiasedAttention):
@@ -154,7 +156,7 @@ class CompositionalAttention(BiasedAttention):
             self.retrieval_key_proj = nn.Linear(self.value_dim, retrieval_qk_dim, bias=bias)
         if scoring in LEARNED_KEY_SCORINGS:
             self.retrieval_keys = nn.Parameter(torch.empty(num_retrievals, retrieval_qk_dim))
-        if scoring in ("mlp", "learned-key-mlp"):
+        if scoring in MLP_SCORINGS:
             # On [O_ij ; q_i] (mlp) or [q_i ; key_j] (learned-key-mlp), as the official modules.
             inputs = retrieval_qk_dim + (self.value_dim if scoring == "mlp" else retrieval_qk_dim)
             if mlp_hidden > 0:
@@ -189,7 +191,7 @@ class CompositionalAttention(BiasedAttention):
             # uniform with std gain / sqrt(R d_s), not the (R, d_s) matrix's sqrt(2 / (R + d_s)).
             bound = gain * math.sqrt(3 / self.retrieval_keys.numel())
             nn.init.uniform_(self.retrieval_keys, -bound, bound)
-        if self.scoring in ("mlp", "learned-key-mlp"):
+        if self.scoring in MLP_SCORINGS:
             for m in self.retrieval_scorer.modules():
                 if isinstance(m, nn.Linear):
                     nn.init.xavier_uniform_(m.weight, gain=1.0)
@@ -284,17 +286,50 @@ class CompositionalAttention(BiasedAttention):
         """sum_j c_ij O_ij per search, concatenated and projected: (Tq, B, embed_dim)."""
         bsz, searches, tgt_len, _ = attended.shape
         pairs = attended.view(bsz, searches, tgt_len, self.num_retrievals, self.value_dim)
-        if self.value_scores_override is not None:
-            scores = self.value_scores_override(pairs, query)
-            mixed = torch.matmul(scores.unsqueeze(-2), pairs).squeeze(-2)
-        elif self.scoring == "dot" and not self.gumbel_active:
+        path = self.value_score_path()
+        if path == "dot-mix":
             mixed, scores = self.mix_dot(pairs, query)
         else:
-            scores = self.value_scores(pairs, query)
+            if path == "override":
+                scores = self.value_scores_override(pairs, query)
+            else:
+                scores = self.value_scores(pairs, query)
             mixed = torch.matmul(scores.unsqueeze(-2), pairs).squeeze(-2)  # (B, S, Tq, d_v)
-        if self.keep_value_scores:
-            self.last_value_scores = scores.detach()
         self._search_queries = None  # not kept past this forward (e.g. when scores are overridden)
+        return self.project_mixed(mixed, scores)
+
+    def value_score_path(self, weights=None, values=None):
+        """The one place that chooses how the value scores c_ij and the mix sum_j c_ij O_ij are
+        computed:
+
+        - ``override``: the analysis hook ``value_scores_override`` gives c_ij;
+        - ``weighted-mix``: dot scoring without Gumbel noise on the explicit path (``weights``
+          (B, S, Tq, Tk) and ``values`` (B, 1, Tk, R*d_v) given), short keys (2 Tk <= d_v, e.g.
+          IWSLT sentences with d_v = 128) and not a decoding step: scoring and mixing through the
+          search weights (``_WeightedRetrievalMix``), the pairs O_ij never built. Its per-query
+          tensors have R*Tk < R*d_v entries, at twice the (small) A.V arithmetic: 1.05x at T=30,
+          d_v=128; 0.94x at T=32, d_v=64 (CPU, fwd+bwd of the module), hence the factor 2;
+        - ``dot-mix``: dot scoring without Gumbel noise: ``mix_dot`` over the pairs
+          (``_DotRetrievalMix``, one autograd node);
+        - ``scores``: ``value_scores`` (the other scorers; softmax or Gumbel-softmax), then the
+          mix."""
+        if self.value_scores_override is not None:
+            return "override"
+        if self.scoring != "dot" or self.gumbel_active:
+            return "scores"
+        if weights is not None and values.size(1) == 1:
+            tgt_len, src_len = weights.shape[-2:]
+            # tgt_len 1: a decoding step, the pairs are one query's, no traffic to save
+            if 2 * src_len <= self.value_dim and tgt_len != 1:
+                return "weighted-mix"
+        return "dot-mix"
+
+    def project_mixed(self, mixed, scores):
+        """Mixed values (B, S, Tq, d_v) concatenated over the searches and projected: (Tq, B,
+        embed_dim); the value scores (B, S, Tq, R) kept when ``keep_value_scores``."""
+        bsz, searches, tgt_len, _ = mixed.shape
+        if self.keep_value_scores:
+            self.last_value_scores = scores.reshape(bsz, searches, tgt_len, -1).detach()
         out = mixed.permute(2, 0, 1, 3).reshape(tgt_len, bsz, searches * self.value_dim)
         return self.out_proj(out)
 
@@ -316,10 +351,17 @@ class CompositionalAttention(BiasedAttention):
 
     def dot_logits(self, pairs, query):
         """l_ij = q_i . (O_ij W_rk + b) = O_ij . (q_i W_rk) + q_i . b: (B, S, Tq, R)."""
+        folded, shift = self.folded_retrieval_query(query)
+        logits = torch.matmul(pairs, folded.unsqueeze(-1)).squeeze(-1)
+        return logits if shift is None else logits + shift.unsqueeze(-1)
+
+    def folded_retrieval_query(self, query):
+        """The retrieval key folded into the query, ``q_i . (O_ij W_rk + b) = O_ij . (q_i W_rk) +
+        q_i . b``: ``q_i W_rk`` (B, S, Tq, d_v) and ``q_i . b`` (B, S, Tq) (None without a bias),
+        so that the (..., R, d_s) keys are never built. The one place of the fold (dot scorer)."""
         rq = self.retrieval_queries(query)
         w, b = self.retrieval_key_proj.weight, self.retrieval_key_proj.bias
-        logits = torch.matmul(pairs, torch.matmul(rq, w).unsqueeze(-1)).squeeze(-1)
-        return logits if b is None else logits + torch.matmul(rq, b).unsqueeze(-1)
+        return torch.matmul(rq, w), (torch.matmul(rq, b) if b is not None else None)
 
     def learned_key_logits(self, pairs, query):
         """l_ij = q_i . key_j with R learned keys (independent of O_ij): (B, S, Tq, R)."""
@@ -358,10 +400,7 @@ class CompositionalAttention(BiasedAttention):
         twice, backward reads them twice and writes their gradient in place). The retrieval key is
         folded into the query: q_i . (O_ij W_rk + b) = O_ij . (q_i W_rk) + q_i . b.
         Returns mixed (B, S, Tq, d_v) and c (B, S, Tq, R)."""
-        rq = self.retrieval_queries(query)
-        w, b = self.retrieval_key_proj.weight, self.retrieval_key_proj.bias
-        folded = torch.matmul(rq, w)  # q_i W_rk: (B, S, Tq, d_v)
-        shift = torch.matmul(rq, b) if b is not None else None  # q_i . b, constant over j
+        folded, shift = self.folded_retrieval_query(query)  # shift: constant over j
         lead = pairs.shape[:3]
         n = lead.numel()
         mixed, scores = _DotRetrievalMix.apply(
@@ -372,26 +411,13 @@ class CompositionalAttention(BiasedAttention):
         return mixed.view(*lead, self.value_dim), scores.view(*lead, self.num_retrievals)
 
     def weigh_and_combine(self, weights, v, query):
-        """With dot scoring and short keys (2 Tk <= d_v, e.g. IWSLT sentences with d_v = 128), the
-        pairs O_ij (B, S, Tq, R, d_v) are never built: scoring and mixing go through the search
-        weights (``_WeightedRetrievalMix``), whose per-query tensors have R*Tk < R*d_v entries,
-        at twice the (small) A.V arithmetic: 1.05x at T=30, d_v=128; 0.94x at T=32, d_v=64 (CPU,
-        fwd+bwd of the module), hence the factor 2. Otherwise (and with the analysis override)
-        the pairs are built and ``combine`` runs."""
-        bsz, searches, tgt_len, src_len = weights.shape
-        if (
-            self.scoring != "dot"
-            or self.gumbel_active
-            or self.value_scores_override is not None
-            or v.size(1) != 1
-            or 2 * src_len > self.value_dim
-            or tgt_len == 1  # a decoding step: the pairs are one query's, no traffic to save
-        ):
+        """Explicit path: on ``value_score_path``'s ``weighted-mix`` the pairs O_ij are never
+        built (``_WeightedRetrievalMix``); otherwise (and with the analysis override) the pairs
+        are built and ``combine`` runs."""
+        if self.value_score_path(weights, v) != "weighted-mix":
             return super().weigh_and_combine(weights, v, query)
-        rq = self.retrieval_queries(query)
-        w, b = self.retrieval_key_proj.weight, self.retrieval_key_proj.bias
-        folded = torch.matmul(rq, w)  # q_i W_rk: (B, S, Tq, d_v)
-        shift = torch.matmul(rq, b) if b is not None else None  # q_i . b
+        bsz, searches, tgt_len, src_len = weights.shape
+        folded, shift = self.folded_retrieval_query(query)
         rows = searches * tgt_len
         # (B, Tk, R * d_v) -> (B, Tk * R, d_v): row s * R + j is V_j[s]
         values = v.squeeze(1).reshape(bsz, src_len * self.num_retrievals, self.value_dim)
@@ -402,11 +428,7 @@ class CompositionalAttention(BiasedAttention):
             shift.reshape(bsz, rows) if shift is not None else None,
             self.num_retrievals,
         )
-        if self.keep_value_scores:
-            self.last_value_scores = scores.view(bsz, searches, tgt_len, -1).detach()
-        mixed = mixed.view(bsz, searches, tgt_len, self.value_dim)
-        out = mixed.permute(2, 0, 1, 3).reshape(tgt_len, bsz, searches * self.value_dim)
-        return self.out_proj(out)
+        return self.project_mixed(mixed.view(bsz, searches, tgt_len, self.value_dim), scores)
 
 
 class _WeightedRetrievalMix(torch.autograd.Function):

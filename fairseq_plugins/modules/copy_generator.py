@@ -20,10 +20,11 @@ import math
 import torch
 import torch.nn as nn
 
+from fairseq_plugins.option_choices import COPY_PROJECTIONS, unknown_choice
+
 from .numerics import at_least_float32, mask_value, softmax_fp32
 
 LOG_PROB_FLOOR = 1e-10
-COPY_PROJECTIONS = ("none", "full", "low-rank")  # the choices of --copy-projection
 
 
 def build_copy_projection(kind, vocab_size, rank):
@@ -36,9 +37,7 @@ def build_copy_projection(kind, vocab_size, rank):
         if rank is None or rank < 1:
             raise ValueError(f"--copy-projection-dim must be >= 1 (got {rank})")
         return nn.Sequential(nn.Linear(vocab_size, rank), nn.Linear(rank, vocab_size))
-    raise ValueError(
-        f"--copy-projection: unknown value {kind!r} (choose from {', '.join(COPY_PROJECTIONS)})"
-    )
+    raise ValueError(unknown_choice("--copy-projection", kind, COPY_PROJECTIONS))
 
 
 class CopyGenerator(nn.Module):

@@ -14,6 +14,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from fairseq_plugins.option_choices import GRAPH_FUSIONS
+
 from .numerics import softmax_fp32
 from .variant_layers import VariantEncoderLayer, wrap_layer
 
@@ -75,6 +77,7 @@ class SumFusion(nn.Module):
 
 
 FUSIONS = {"sum": SumFusion, "weight-gate": WeightGateFusion, "self-gate": SelfGateFusion}
+assert tuple(FUSIONS) == GRAPH_FUSIONS, "option_choices.py out of step"
 
 
 class GraphEncoderLayer(VariantEncoderLayer):

@@ -26,10 +26,11 @@ import math
 import torch
 import torch.nn as nn
 
+from fairseq_plugins.option_choices import PARENT_HEADS, unknown_choice
+
 from .numerics import at_least_float32, mask_value
 from .relative_positions import build_relative_positions
 
-PARENT_HEADS = ("absolute", "relative", "attention")
 IGNORE = -100  # target class of padding positions (F.cross_entropy's ignore_index)
 NO_PARENT = -1
 INVALID_PARENT = -2
@@ -125,6 +126,4 @@ def build_parent_head(kind, embed_dim, longest, options):
         return AttentionParentHead(embed_dim, options.rel_pos, options.rel_pos_radius)
     if kind in ("absolute", "relative"):
         return LinearParentHead(kind, embed_dim, longest)
-    raise ValueError(
-        f"--parent-head: unknown value {kind!r} (choose from {', '.join(PARENT_HEADS)})"
-    )
+    raise ValueError(unknown_choice("--parent-head", kind, PARENT_HEADS))

@@ -37,10 +37,9 @@ import math
 import torch
 import torch.nn as nn
 
-from .relative_positions import REL_POS_MODES, build_relative_positions
+from fairseq_plugins.option_choices import ALL_REL_POS_MODES, REL_POS_MODES, unknown_choice
 
-POSITION_SCHEMES = ("alibi", "t5", "rope", "nope")
-ALL_REL_POS_MODES = REL_POS_MODES + POSITION_SCHEMES  # the choices of --rel-pos
+from .relative_positions import build_relative_positions
 
 
 def build_position_scheme(
@@ -66,9 +65,7 @@ def build_position_scheme(
         return RotaryPositions(head_dim, rope_base)
     if mode == "nope":
         return None
-    raise ValueError(
-        f"--rel-pos: unknown value {mode!r} (choose from {', '.join(ALL_REL_POS_MODES)})"
-    )
+    raise ValueError(unknown_choice("--rel-pos", mode, ALL_REL_POS_MODES))
 
 
 def alibi_slopes(num_heads):
