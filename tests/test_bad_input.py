@@ -111,6 +111,15 @@ def py_script(name, *args):
     return [sys.executable, ROOT / "scripts" / name, *args]
 
 
+def prepare_translation(f, corpus):
+    """prepare-translation.sh of the fixture's files CORPUS.src / CORPUS.tgt (train and valid)."""
+    corpus = f["tmp"] / corpus
+    return script("prepare-translation.sh", "--src", "src", "--tgt", "tgt") + [
+        *("--train", corpus, "--valid", corpus, "--out", f["tmp"] / "prep_out"),
+        *("--tokenizer", "none", "--bpe", "none"),
+    ]
+
+
 # name -> (command from the fixture's files, expected last line of stderr (substring))
 CASES = {
     # impossible architecture options (fairseq-train)
@@ -239,28 +248,16 @@ CASES = {
         "train.sh: no dict.*.txt in DATA_BIN '{raw}' (run fairseq-preprocess)",
     ),
     "prepare-translation-sides-differ": (
-        lambda f: (
-            script("prepare-translation.sh", "--src", "src", "--tgt", "tgt")
-            + ["--train", f["tmp"] / "uneven", "--valid", f["tmp"] / "uneven"]
-            + ["--out", f["tmp"] / "prep_out", "--tokenizer", "none", "--bpe", "none"]
-        ),
+        lambda f: prepare_translation(f, "uneven"),
         "prepare-translation: error: line counts differ: {tmp}/uneven.src has 10, "
         "{tmp}/uneven.tgt has 9",
     ),
     "prepare-translation-empty-file": (
-        lambda f: (
-            script("prepare-translation.sh", "--src", "src", "--tgt", "tgt")
-            + ["--train", f["tmp"] / "empty", "--valid", f["tmp"] / "empty"]
-            + ["--out", f["tmp"] / "prep_out", "--tokenizer", "none", "--bpe", "none"]
-        ),
+        lambda f: prepare_translation(f, "empty"),
         "prepare-translation: error: empty input file {tmp}/empty.src",
     ),
     "prepare-translation-missing-file": (
-        lambda f: (
-            script("prepare-translation.sh", "--src", "src", "--tgt", "tgt")
-            + ["--train", f["tmp"] / "absent", "--valid", f["tmp"] / "absent"]
-            + ["--out", f["tmp"] / "prep_out", "--tokenizer", "none", "--bpe", "none"]
-        ),
+        lambda f: prepare_translation(f, "absent"),
         "prepare-translation: error: missing input file {tmp}/absent.src (or .gz)",
     ),
 }

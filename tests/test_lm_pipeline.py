@@ -128,9 +128,7 @@ def parse_lm_config(arch, train_args):
     return options.parse_args_and_arch(parser, argv + shlex.split(train_args))
 
 
-def test_help_and_configs():
-    for script in ("prepare-wikitext.sh", "train-lm.sh", "eval-lm.sh"):
-        assert run(["bash", SCRIPTS / script, "--help"]).stdout.startswith("Usage:")
+def test_configs():
     show = 'set -euo pipefail; source "$1"; echo "$ARCH"; printf "%s\\n" "${TRAIN_ARGS[@]}"'
     settings = {}
     for cfg in sorted((ROOT / "configs" / "lm").glob("*.sh")):

@@ -88,20 +88,3 @@ def test_prepare_reports_dropped_empty_lines(tmp_path):
     )
     assert "dropped 2 pair(s) with an empty side" in proc.stderr
     assert (tmp_path / "o/raw/train.de").read_text() == "a b\ne\n"
-
-
-@pytest.mark.parametrize(
-    "script",
-    [
-        "setup.sh",
-        "prepare-translation.sh",
-        "prepare-multi30k.sh",
-        "train.sh",
-        "generate.sh",
-        "demo.sh",
-        "test.sh",
-    ],
-)
-def test_scripts_print_help(script):
-    proc = run(["bash", ROOT / "scripts" / script, "--help"])
-    assert proc.stdout.startswith("Usage: bash scripts/" + script)

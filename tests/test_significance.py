@@ -269,12 +269,6 @@ def test_bad_inputs_give_one_line_errors(corpus, tmp_path, case):
     assert proc.stdout == ""
 
 
-def test_help():
-    for script in ("significance.sh", "compare-nmt.sh"):
-        proc = run(["bash", ROOT / "scripts" / script, "--help"])
-        assert proc.stdout.startswith("Usage:")
-
-
 TINY_NMT = """NAME={name}
 ARCH=transformer
 DATA=/nonexistent/overridden-by-data-flag

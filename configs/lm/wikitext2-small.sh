@@ -7,13 +7,9 @@
 # validation during training looks at the first 10 batches of valid only (eval-lm.sh scores all of test).
 # (fairseq's --adaptive-softmax-cutoff would be cheaper but fails in backward with torch 2.13.)
 ARCH=transformer_lm
-TRAIN_ARGS=(
-  --decoder-layers 2 --decoder-embed-dim 64 --decoder-input-dim 64 --decoder-output-dim 64
-  --decoder-ffn-embed-dim 256 --decoder-attention-heads 4 --decoder-normalize-before
-  --share-decoder-input-output-embed --dropout 0.1
-  --optimizer adam --adam-betas "(0.9,0.98)" --weight-decay 0.01 --clip-norm 0.0
-  --lr 0.002 --lr-scheduler inverse_sqrt --warmup-updates 100 --warmup-init-lr 1e-07
-  --tokens-per-sample 128 --sample-break-mode none --max-tokens 1024
+LM_LAYERS=2 LM_DIM=64 LM_FFN=256 LM_DROPOUT=0.1 LM_WARMUP=100 LM_BLOCK=128 LM_MAX_TOKENS=1024
+source "$(dirname "${BASH_SOURCE[0]}")/parts/wikitext2-recipe.sh"
+TRAIN_ARGS+=(
   --max-update 300 --validate-interval-updates 100 --max-tokens-valid 4096 --max-valid-steps 10
   --no-epoch-checkpoints --num-workers 0 --log-interval 50
 )

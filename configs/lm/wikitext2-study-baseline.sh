@@ -27,13 +27,9 @@
 NAME=wikitext2-study-baseline
 ARCH=transformer_lm
 DATA=${WIKITEXT2_BIN:-data-bin/wikitext-2/bin}
-TRAIN_ARGS=(
-  --decoder-layers 4 --decoder-embed-dim 128 --decoder-input-dim 128 --decoder-output-dim 128
-  --decoder-ffn-embed-dim 512 --decoder-attention-heads 4 --decoder-normalize-before
-  --share-decoder-input-output-embed --dropout 0.2
-  --optimizer adam --adam-betas "(0.9,0.98)" --weight-decay 0.01 --clip-norm 0.0
-  --lr 0.002 --lr-scheduler inverse_sqrt --warmup-updates 200 --warmup-init-lr 1e-07
-  --tokens-per-sample 256 --sample-break-mode none --max-tokens 2048
+LM_LAYERS=4 LM_DIM=128 LM_FFN=512 LM_DROPOUT=0.2 LM_WARMUP=200 LM_BLOCK=256 LM_MAX_TOKENS=2048
+source "$(dirname "${BASH_SOURCE[0]}")/parts/wikitext2-recipe.sh"
+TRAIN_ARGS+=(
   --max-update 1000 --validate-interval-updates 200 --save-interval-updates 200
   --keep-interval-updates 1 --no-epoch-checkpoints --max-tokens-valid 8192 --max-valid-steps 10
   --seed 1 --num-workers 0 --log-interval 100
