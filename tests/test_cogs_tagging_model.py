@@ -449,20 +449,15 @@ def test_run_script_help_and_bad_arguments():
 
 
 def grid_tagging():
-    """{row: (tagging arch, options)} and {row: seq2seq extra options} of compgen-grid.sh."""
-    import importlib.util
+    """{row: (tagging arch, options)} and {row: seq2seq extra options} of the grid's plan."""
+    from plugin_tools.experiments import grid_plan, grid_report
 
-    spec = importlib.util.spec_from_file_location(
-        "compgen_grid_report", ROOT / "scripts" / "compgen-grid-report.py"
-    )
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
     rows = {  # the rows that run the tagging column
-        r.split("|")[0]: r.split("|")[2]
-        for r in report.grid_array("ROWS")
-        if report.row_columns(r, [report.TAGGING])
+        r.preset: " ".join(r.extra)
+        for r in grid_plan.ROWS
+        if grid_plan.runs_column(r, grid_plan.TAGGING_TASK)
     }
-    return report.tagging_plan(), rows
+    return grid_report.tagging_plan(), rows
 
 
 def seq2seq_encoder(arch_args):

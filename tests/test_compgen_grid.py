@@ -1,13 +1,15 @@
-"""scripts/compgen-grid.sh (plan, options; no training) and scripts/compgen-grid-report.py."""
+"""The grid (scripts/compgen-grid.sh = `experiment.py grid`: plan, options; no training) and its
+report (scripts/compgen-grid-report.py = `experiment.py report compgen`)."""
 
 import csv
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 
 from conftest import ROOT, run
+
+from plugin_tools.experiments import grid_report
 
 GRID = ROOT / "scripts" / "compgen-grid.sh"
 REPORT = ROOT / "scripts" / "compgen-grid-report.py"
@@ -16,10 +18,7 @@ TAG_ARCH = {"compgen_abs": "cogs_tagging_base", "compgen_rel_eb": "cogs_tagging_
 
 
 def load_report():
-    spec = importlib.util.spec_from_file_location("compgen_grid_report", REPORT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return grid_report
 
 
 def test_help_and_one_line_errors(tmp_path):
@@ -123,7 +122,8 @@ def test_dry_run_prints_the_tagging_commands(tmp_path):
     lines = proc.stdout.splitlines()
     assert len(lines) == 12 - 1  # seed 1 of abs is in the CSV
     first = lines[0].split(" -- ")[0].split()
-    assert first[1].endswith("scripts/cogs-tagging-run.sh") and first[2:9] == [
+    assert first[1].endswith("scripts/experiment.py") and first[2:10] == [
+        "cogs-tagging-run",
         "cogs_tagging_rel_eb",
         "--grid-row",
         "compgen_rel_eb",
@@ -145,10 +145,10 @@ def test_dry_run_prints_the_tagging_commands(tmp_path):
 
 
 STUB_RUN = """#!/usr/bin/env bash
-# Stand-in for compgen-run.sh: logs which grid ran the cell, then records it in the CSV.
+# Stand-in for `experiment.py compgen-run`: logs which grid ran the cell, then records it.
 set -euo pipefail
-preset=$1 task=$2
-shift 2
+preset=$2 task=$3
+shift 3
 while (($#)); do
   case $1 in --seed) seed=$2; shift 2 ;; --csv) csv=$2; shift 2 ;; --) break ;; *) shift ;; esac
 done
@@ -156,15 +156,19 @@ echo "$preset $task $seed $PPID" >>"$STUB_LOG"
 sleep 0.1
 echo "$preset,$task,$seed,1,0.5,1,d,test,1,1,1,,1,1" >>"$csv"
 """
+# A grid whose cells run the stand-in instead of the experiment program.
+STUB_GRID = """import sys
+from plugin_tools.experiments import cli, grid
+grid.EXPERIMENT = ["bash", sys.argv[1]]
+sys.exit(cli.main(["grid", *sys.argv[2:]]))
+"""
 
 
 def test_two_grids_on_one_out_share_the_cells(tmp_path):
     """A second grid started on the same --out runs the cells the first is not running: each
     cell runs exactly once, and both grids run some."""
-    scripts = tmp_path / "tree" / "scripts"
-    scripts.mkdir(parents=True)
-    (scripts / "compgen-grid.sh").write_text(GRID.read_text())
-    (scripts / "compgen-run.sh").write_text(STUB_RUN)
+    stub = tmp_path / "compgen-run-stub.sh"
+    stub.write_text(STUB_RUN)
     out, results, log = tmp_path / "out", tmp_path / "r.csv", tmp_path / "ran.log"
     (out / "raw" / "scan-addjump").mkdir(parents=True)
     (out / "raw" / "scan-addjump" / ".done").touch()  # no ../shared needed
@@ -172,7 +176,7 @@ def test_two_grids_on_one_out_share_the_cells(tmp_path):
         "preset,task,seed,updates,accuracy,wall_seconds,date,split,n_test,n_train,beam,"
         "extra_args,threads,cpu_seconds\n"
     )
-    cmd = ["bash", scripts / "compgen-grid.sh", "--out", out, "--csv", results]
+    cmd = [sys.executable, "-c", STUB_GRID, stub, "--out", out, "--csv", results]
     cmd += ["--only-task", "add", "--only-task", "dup"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "STUB_LOG": str(log)}
     grids = [
@@ -392,7 +396,7 @@ def test_paper_budget_plan_blocks_and_commands(tmp_path):
         env=ENV,
     ).stdout.splitlines()
     assert len(dry) == 99
-    first_add = next(x for x in dry if "compgen-run.sh compgen_abs add " in x)
+    first_add = next(x for x in dry if "experiment.py compgen-run compgen_abs add " in x)
     assert "--epochs 2 --warmup 4000 --report-checkpoint last --valid 256" in first_add
     comp_tag = next(x for x in dry if "--grid-row cogs_tagging_tuned_comp --seed 5 " in x)
     assert " cogs_tagging_tuned " in comp_tag and "--epochs 16 --warmup 4000" in comp_tag

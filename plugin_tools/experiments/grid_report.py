@@ -1,10 +1,11 @@
-#!/usr/bin/env python3
-"""Render the issue-13 grid (scripts/compgen-grid.sh) in the layout of Ontañón et al.'s tables.
+"""Usage: scripts/compgen-grid-report.py [--budget short|paper] [--csv FILE] [--doc FILE|-]
+           [--png FILE] [--runs DIR] [--tagging-runs DIR] [--categories FILE] [--variants-csv FILE]
+       (the same: scripts/experiment.py report compgen ...)
 
-  compgen-grid-report.py [--csv docs/compgen-grid.csv] [--doc docs/compgen-results.md]
-                         [--png docs/compgen-results.png] [--runs work/compgen-grid/runs]
-                         [--tagging-runs work/compgen-grid/cogs-tagging/runs]
-                         [--categories docs/compgen-grid-cogs-categories.csv]
+`report compgen`: renders the issue-13 grid (scripts/compgen-grid.sh) in the layout of Ontañón et
+al.'s tables. Defaults: --csv docs/compgen-grid.csv, --doc docs/compgen-results.md, --png
+docs/compgen-results.png, --runs work/compgen-grid/runs, --tagging-runs
+work/compgen-grid/cogs-tagging/runs, --categories docs/compgen-grid-cogs-categories.csv.
 
 Writes, between the markers `<!-- BEGIN GENERATED ... -->` and `<!-- END GENERATED -->` of
 --doc (the rest of the file is left as it is): the main table (rows = presets, columns = the
@@ -23,18 +24,19 @@ value in every cell, the COGS-tagging models against Table 5, the compositional 
 rel2-eb-c paired by seed (mean difference, 95% t-interval, paired t-test), per-category COGS
 tagging accuracy of the final checkpoints, and every run with its wall and CPU time.
 
-The tagging column follows the TAGGING table of scripts/compgen-grid.sh: a row whose entry is
-`=OTHER` (rel2-eb, rel2-eb-c: rel-eb's encoder) shows OTHER's tagging result, footnoted.
+The tagging column follows the TAGGING table of the grid's plan (grid_plan.py): a row whose
+entry is `=OTHER` (rel2-eb, rel2-eb-c: rel-eb's encoder) shows OTHER's tagging result, footnoted.
 """
 
-import argparse
 import csv
 import json
 import statistics
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from . import grid_plan
+from .runs import ExperimentError, Parser
+
+ROOT = Path(__file__).resolve().parents[2]
 BEGIN = "<!-- BEGIN GENERATED (scripts/compgen-grid-report.py; do not edit by hand) -->"
 END = "<!-- END GENERATED -->"
 
@@ -120,7 +122,7 @@ def paper_value(preset, column):
     return paper[0].get(column) if paper else None
 
 
-class ReportError(Exception):
+class ReportError(ExperimentError):
     pass
 
 
@@ -160,22 +162,12 @@ def averaged_columns():
     return [c for c in held_columns() if c not in NOT_AVERAGED]
 
 
-def grid_array(name):
-    """The entries of the bash array NAME=( ... ) of scripts/compgen-grid.sh."""
-    text = (ROOT / "scripts" / "compgen-grid.sh").read_text()
-    body = text.split(f"\n{name}=(", 1)[1].split("\n)", 1)[0]
-    return [line.strip().strip('"') for line in body.splitlines() if line.strip()]
-
-
 def tagging_plan():
-    """{row: (tagging arch, extra options)} or {row: ("=OTHER", "")} from compgen-grid.sh."""
-    return {p: (a, o) for p, a, o in (t.split("|", 2) for t in grid_array("TAGGING"))}
+    """{row: (tagging arch, extra options)} or {row: ("=OTHER", "")} of the grid's plan."""
+    return {p: (a, " ".join(o)) for p, (a, o) in grid_plan.TAGGING.items()}
 
 
-def tagging_source(preset):
-    """The row whose tagging run stands for PRESET (itself, or OTHER for `=OTHER`)."""
-    arch = tagging_plan().get(preset, ("", ""))[0]
-    return arch[1:] if arch.startswith("=") else preset
+tagging_source = grid_plan.tagging_source
 
 
 def cell(stats, preset, column):
@@ -458,17 +450,29 @@ def chart(stats, path):
             zorder=4,
         )
     ax.set_xlim(-0.5, len(cols) - 0.5)
-    ax.set_xticks(range(len(cols)))
-    ax.set_xticklabels([dict(COLUMNS)[c] for c in cols])
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("sequence accuracy (test / gen split)")
-    ax.set_title(
+    finish_chart(
+        fig,
+        ax,
+        path,
+        [dict(COLUMNS)[c] for c in cols],
+        "sequence accuracy (test / gen split)",
         "Ontañón et al. small-2 rows: ours at a reduced budget (bars, ± std over seeds; a dot at "
         "the foot = cell has runs, none = not run yet) vs the paper (black marks)\n"
         "COGS tag.: encoder-only tagging model with the row's encoder (hatched: rel2 rows show "
         "rel-eb's, same encoder)",
         fontsize=9,
     )
+
+
+def finish_chart(fig, ax, path, labels, ylabel, title, fontsize):
+    """Both charts' column labels, accuracy axis, title and legend below; the PNG written."""
+    import matplotlib.pyplot as plt
+
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=fontsize)
     ax.legend(fontsize="small", ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.08))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -476,31 +480,8 @@ def chart(stats, path):
 
 
 def plan_total():
-    """Cells of compgen-grid.sh's short grid: its ROWS x COLUMNS (see plan_size)."""
-    return plan_size("ROWS", "COLUMNS")
-
-
-def row_columns(row, tasks):
-    """The columns of TASKS a ROWS entry runs: its fourth field (bash variables expanded), or
-    all of them."""
-    fields = row.split("|")
-    only = fields[3] if len(fields) > 3 else ""
-    for name in ("SEQ2SEQ_COLUMNS", "NEW_SCHEME_COLUMNS"):
-        only = only.replace(f"${name}", grid_variable(name))
-    return [t for t in tasks if not only.split() or t in only.split()]
-
-
-def plan_size(rows_name, columns_name):
-    """Cells of a plan of compgen-grid.sh: each row's seeds times the columns it runs, without
-    the tagging cells of rows that share another row's tagging run."""
-    tasks = [c.split("|")[0] for c in grid_array(columns_name)]
-    total = 0
-    for row in grid_array(rows_name):
-        preset, seeds = row.split("|")[:2]
-        for t in row_columns(row, tasks):
-            if t != TAGGING or tagging_source(preset) == preset:
-                total += int(seeds)
-    return total
+    """Cells of the grid's short plan (see grid_plan.plan)."""
+    return grid_plan.plan_total("short")
 
 
 def generated(rows, stats, cat_rows):
@@ -912,30 +893,21 @@ def paper_chart(rows, path):
         s=18,
         label="best-by-valid checkpoint (mean)",
     )
-    ax.set_xticks(range(len(cols)))
-    ax.set_xticklabels([label for _, label in cols])
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("sequence accuracy, final checkpoint")
-    ax.set_title(
+    finish_chart(
+        fig,
+        ax,
+        path,
+        [label for _, label in cols],
+        "sequence accuracy, final checkpoint",
         "At the authors' budgets: ours (bars: final checkpoint, mean ± std over seeds) "
         "vs the paper (black marks)",
         fontsize=10,
     )
-    ax.legend(fontsize="small", ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.08))
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def grid_variable(name):
-    """The value of the bash assignment NAME="..." of scripts/compgen-grid.sh."""
-    text = (ROOT / "scripts" / "compgen-grid.sh").read_text()
-    return text.split(f'\n{name}="', 1)[1].split('"', 1)[0]
 
 
 def paper_plan_total():
-    """Cells of the paper-budget plan (PAPER_ROWS x PAPER_COLUMNS of compgen-grid.sh)."""
-    return plan_size("PAPER_ROWS", "PAPER_COLUMNS")
+    """Cells of the paper-budget plan."""
+    return grid_plan.plan_total("paper")
 
 
 def paper_generated(rows, tagging_runs_dir, variant_rows=()):
@@ -993,10 +965,8 @@ def write_block(doc_path, begin, end, block):
     doc.write_text(head + block + rest.split(end, 1)[1])
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def main(argv=None, prog=None, usage=None):
+    ap = Parser(__doc__)
     ap.add_argument("--budget", choices=("short", "paper"), default="short")
     ap.add_argument("--csv", help="default docs/compgen-grid.csv (paper: docs/compgen-paper.csv)")
     ap.add_argument("--doc", default=str(ROOT / "docs" / "compgen-results.md"))
@@ -1047,20 +1017,6 @@ def main(argv=None):
     if args.doc == "-":
         print(block)
     else:
-        doc = Path(args.doc)
-        text = doc.read_text() if doc.is_file() else ""
-        if BEGIN in text and END in text:
-            head, rest = text.split(BEGIN, 1)
-            text = head + block + rest.split(END, 1)[1]
-        else:
-            raise ReportError(f"{doc}: no generated-block markers ({BEGIN} ... {END})")
-        doc.write_text(text)
+        write_block(args.doc, BEGIN, END, block)
     if args.png:
         chart(stats, args.png)
-
-
-if __name__ == "__main__":
-    try:
-        main()
-    except ReportError as e:
-        sys.exit(f"compgen-grid-report: {e}")

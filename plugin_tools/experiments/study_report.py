@@ -1,5 +1,7 @@
-#!/usr/bin/env python3
-"""Write the results document of a study from its outputs (issue 14).
+"""Usage: scripts/study-report.py nmt|lm OUT --doc FILE [--smoke]
+       (the same: scripts/experiment.py report nmt|lm ...)
+
+`report nmt|lm`: write the results document of a study from its outputs (issue 14).
 
   study-report.py nmt OUT --doc docs/results-nmt.md [--smoke]   # OUT of scripts/compare-nmt.sh
   study-report.py lm  OUT --doc docs/results-lm.md  [--smoke]   # OUT of scripts/compare-lm.sh
@@ -11,7 +13,6 @@ commands, the machine and the wall time). --smoke labels the document "smoke run
 Errors (missing or malformed outputs): one line on stderr, exit code 2.
 """
 
-import argparse
 import csv
 import json
 import os
@@ -19,9 +20,10 @@ import platform
 import re
 import shutil
 import statistics
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
+
+from .runs import ExperimentError, Parser
 
 PROG = "study-report.py"
 SMOKE_BANNER = (
@@ -40,14 +42,8 @@ PUBLISHED_NMT = (
 )
 
 
-class ReportError(Exception):
+class ReportError(ExperimentError):
     pass
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
-        sys.exit(2)
 
 
 # --------------------------------------------------------------------------------------------
@@ -643,12 +639,8 @@ def write_lm(out, doc, smoke):
     return lines + closing_sections(out, doc, runs, "validation perplexity")
 
 
-def main(argv=None):
-    p = OneLineParser(
-        prog=PROG,
-        description="Write a study's results document from the outputs of scripts/compare-nmt.sh "
-        "(nmt) or scripts/compare-lm.sh (lm).",
-    )
+def main(argv=None, prog=PROG, usage=None):
+    p = Parser(__doc__)
     p.add_argument("kind", choices=["nmt", "lm"], help="which study")
     p.add_argument("out", help="the study's output folder (compare-*.sh --out)")
     p.add_argument("--doc", required=True, help="the markdown document to write")
@@ -659,16 +651,8 @@ def main(argv=None):
     if not Path(args.out).is_dir():
         p.error(f"{args.out}: no such directory")
     doc = Path(args.doc)
-    try:
-        lines = (write_nmt if args.kind == "nmt" else write_lm)(args.out, doc, args.smoke)
-    except ReportError as exc:
-        sys.stderr.write(f"{PROG}: error: {exc}\n")
-        return 2
+    lines = (write_nmt if args.kind == "nmt" else write_lm)(args.out, doc, args.smoke)
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
-    print(f"{PROG}: wrote {doc}")
+    print(f"{prog}: wrote {doc}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

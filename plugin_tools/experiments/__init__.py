@@ -1,0 +1,17 @@
+"""The experiment drivers: one command-line program with subcommands (``python -m
+plugin_tools.experiments`` or ``scripts/experiment.py``).
+
+- :mod:`.compgen_run`: ``compgen-run``, one preset on one compositional-generalization task, per
+  seed (scripts/compgen-run.sh);
+- :mod:`.cogs_tagging_run`: ``cogs-tagging-run``, COGS as sequence tagging, per seed
+  (scripts/cogs-tagging-run.sh);
+- :mod:`.grid`: ``grid`` (the issue-13 grid and the paper-budget grid, scripts/compgen-grid.sh;
+  the plan is :mod:`.grid_plan`) and ``tagging-variants`` (scripts/cogs-tagging-variants.sh);
+- :mod:`.grid_report` and :mod:`.study_report`: ``report compgen`` and ``report nmt|lm``
+  (scripts/compgen-grid-report.py, scripts/study-report.py).
+
+What every driver repeats (one-line usage errors, seeds, the resume state of a run folder, locks,
+the time pieces of a resumed run, the results CSV, atomic data preparation) is one tested layer,
+:mod:`.runs`. The drivers call fairseq's command-line tools and the pipeline scripts as
+subprocesses; nothing here imports torch or fairseq.
+"""

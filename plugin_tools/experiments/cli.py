@@ -1,0 +1,49 @@
+"""The experiment program: `python -m plugin_tools.experiments SUBCOMMAND ...` or
+`scripts/experiment.py SUBCOMMAND ...`. The old shell entry points (scripts/compgen-run.sh, ...)
+are one-line wrappers that pass `--called-as SCRIPT`, so that their help and error lines read as
+before (`compgen-run.sh: ...`)."""
+
+import importlib
+import sys
+
+from . import runs
+
+# subcommand: (module, the shell script it replaces, one line of help)
+SUBCOMMANDS = {
+    "compgen-run": ("compgen_run", "compgen-run.sh", "one preset on one compgen task, per seed"),
+    "cogs-tagging-run": (
+        "cogs_tagging_run",
+        "cogs-tagging-run.sh",
+        "COGS as sequence tagging, per seed",
+    ),
+    "grid": ("grid", "compgen-grid.sh", "the compgen grid (short or paper budget), resumable"),
+    "tagging-variants": (
+        "tagging_variants",
+        "cogs-tagging-variants.sh",
+        "variants of the tuned COGS tagging model at the paper budget",
+    ),
+    "report": ("report", None, "compgen: the grid report; nmt, lm: a study's results document"),
+}
+
+USAGE = "Usage: scripts/experiment.py SUBCOMMAND [options]   (or python -m plugin_tools.experiments)\n\n"
+USAGE += "".join(f"  {name:<18}{what}\n" for name, (_, _, what) in SUBCOMMANDS.items())
+USAGE += "\nSUBCOMMAND --help: its options.\n"
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    called_as = None
+    if argv[:1] == ["--called-as"] and len(argv) >= 2:
+        called_as, argv = argv[1], argv[2:]
+    if not argv or argv[0] in ("-h", "--help"):
+        sys.stdout.write(USAGE)
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in SUBCOMMANDS:
+        print(f"experiment.py: unknown subcommand {name} (see --help)", file=sys.stderr)
+        return 2
+    module = importlib.import_module(f"{__package__}.{SUBCOMMANDS[name][0]}")
+    prog, usage = name, f"scripts/experiment.py {name}"
+    if called_as:
+        prog, usage = called_as, f"scripts/{called_as}"
+    return runs.main_of(prog, lambda a: module.main(a, prog=prog, usage=usage), rest)

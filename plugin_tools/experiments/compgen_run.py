@@ -1,0 +1,225 @@
+"""`compgen-run`: train and evaluate one preset on one compositional-generalization task, for
+several seeds (scripts/compgen-run.sh is a wrapper of it)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from . import runs
+from .runs import ROOT, SCRIPTS, ExperimentError
+
+USAGE = """\
+Usage: {usage} PRESET TASK [options] [-- extra fairseq-train args]
+
+PRESET  a fairseq --arch, e.g. compgen_rel2_eb_c, compgen_small_2s, compgen_large_6 (or transformer)
+TASK    a scripts/compgen-data.py task: add addneg reverse dup cart inters scan-length scan-addjump
+        scan-length-cutoff-N cogs pcfg-productivity pcfg-systematicity
+
+For every seed: fairseq-train (--task translation_accuracy --eval-accuracy, best checkpoint by
+valid sequence accuracy), fairseq-generate on the task's test split (COGS: gen) with the best
+checkpoint (and with the final one, see --report-checkpoint), scripts/seq-accuracy.py, and one row
+appended to the results CSV:
+preset,task,seed,updates,accuracy,wall_seconds,date,split,n_test,n_train,beam,extra_args,threads,
+cpu_seconds,checkpoint,accuracy_best,accuracy_last (accuracy: fraction 0..1, of the checkpoint
+named in `checkpoint`; accuracy_best / accuracy_last: each checkpoint's, empty when not evaluated;
+wall_seconds: training + generation, summed over resumed pieces; threads: OMP_NUM_THREADS of the
+run; cpu_seconds: user + system CPU time of the same commands, which unlike the wall time does not
+grow when other jobs share the CPU).
+
+Options:
+  --seeds N          seeds 1..N (default 1; the paper averages 5 repetitions)
+  --seed S           only seed S
+  --resume           keep run folders: a seed already in the CSV (same preset, task, seed, data
+                     sizes) is skipped, a finished training is only evaluated, and an interrupted
+                     one continues from its checkpoint_last.pt (pass --save-interval-updates N
+                     after `--` to checkpoint within an epoch). Without it a seed starts afresh.
+  --out DIR          data, checkpoints and logs (default work/compgen)
+  --csv FILE         results CSV (default results/compgen.csv)
+  --max-update N     training updates (default 20000)
+  --epochs N         train N epochs of the authors' loader instead: N * floor(n_train / 64)
+                     updates (their loader drops the last partial batch; fairseq's does not, so
+                     the count of updates, not of fairseq epochs, is what matches them)
+  --report-checkpoint best|last
+                     which checkpoint's accuracy the CSV's `accuracy` holds (default best: the
+                     best by valid accuracy; last: the final one, the paper's protocol). With
+                     last, both are evaluated and recorded (accuracy_best, accuracy_last).
+  --small            small data sets (compgen-data.py --small: 1000 train, 100 valid, 100 test)
+  --train N, --valid N, --test N
+                     data set sizes (compgen-data.py --train/--valid/--test; COGS: --test
+                     subsamples the gen split too)
+  --beam N           beam size for the test generation (default 1: greedy)
+  --lr LR            peak learning rate (default Noam: d^-0.5 * 4000^-0.5, d = 128 for
+                     compgen_large_* presets, else 64)
+  --warmup N         warm-up updates (default 4000, or max-update/10 when that is smaller)
+  --raw-dir DIR      published files for SCAN/COGS/PCFG (compgen-data.py --raw-dir)
+  --data-seed S      seed of the generated data set (default 1; same data for every seed)
+  -h, --help         this text
+
+Paper defaults used: Adam (0.9, 0.98, 1e-9), inverse_sqrt (Noam) schedule, dropout 0.1,
+batch 64 sentences, cross-entropy. Arguments after `--` go to fairseq-train last (they win).
+"""
+
+HEADER = [
+    "preset", "task", "seed", "updates", "accuracy", "wall_seconds", "date", "split", "n_test",
+    "n_train", "beam", "extra_args", "threads", "cpu_seconds", "checkpoint", "accuracy_best",
+    "accuracy_last",
+]  # fmt: skip
+DATA_SIZES = (("train", "-tr"), ("valid", "-va"), ("test", "-te"))
+
+
+def data_suffix(small, sizes):
+    """The data folder's suffix: -small, then -trN -vaN -teN for the sizes given (a dict)."""
+    return ("-small" if small else "") + "".join(
+        f"{tag}{sizes[name]}" for name, tag in DATA_SIZES if sizes.get(name) is not None
+    )
+
+
+def parse(argv, usage):
+    p = runs.Parser(USAGE.format(usage=usage))
+    p.add_argument("positional", nargs="*")
+    runs.add_common_run_options(p, 20000, "work/compgen", "results/compgen.csv")
+    p.add_argument("--small", action="store_true")
+    for name, _ in DATA_SIZES:
+        p.add_argument(f"--{name}")
+    p.add_argument("--beam", default="1")
+    p.add_argument("--data-seed", default="1")
+    args = p.parse_with_extra(argv)
+    if len(args.positional) != 2:
+        raise ExperimentError("need PRESET and TASK (see --help)")
+    args.preset, args.task = args.positional
+    runs.check_common_run_options(args)
+    args.beam = runs.check_positive(args.beam, "--beam")
+    args.data_seed = runs.check_positive(args.data_seed, "--data-seed")
+    args.sizes = {
+        name: runs.check_positive(getattr(args, name), f"--{name}") for name, _ in DATA_SIZES
+    }
+    return args
+
+
+def prepare_data(args, data):
+    """Generate / load the task once per (task, sizes, data seed) and binarize it with a joined
+    dictionary (atomic, locked: grids on one --out share it)."""
+    key = runs.raw_dir_key(args.raw_dir) if args.raw_dir else ""
+
+    def build(tmp):
+        cmd = ["python", SCRIPTS / "compgen-data.py", args.task, tmp / "raw"]
+        cmd += ["--seed", args.data_seed] + (["--small"] if args.small else [])
+        for name, _ in DATA_SIZES:
+            if args.sizes[name] is not None:
+                cmd += [f"--{name}", args.sizes[name]]
+        if args.raw_dir:
+            cmd += ["--raw-dir", args.raw_dir]
+        if subprocess.run([str(c) for c in cmd]).returncode != 0:
+            raise ExperimentError(f"compgen-data.py {args.task} failed")
+        eval_split = json.loads((tmp / "raw" / "meta.json").read_text())["eval_split"]
+        if not eval_split:
+            raise ExperimentError(
+                f"{args.task} has no test split in {tmp}/raw (SCAN add-jump: the test file is held"
+                " out of ../shared/data/scan; give --raw-dir with"
+                " add_prim_split/tasks_test_addprim_jump.txt)"
+            )
+        raw = tmp / "raw"
+        cmd = ["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt"]
+        cmd += ["--joined-dictionary", "--workers", "1", "--trainpref", raw / "train"]
+        cmd += ["--validpref", raw / "valid", "--testpref", raw / eval_split]
+        cmd += ["--destdir", tmp / "bin"]
+        runs.run_logged(cmd, tmp / "preprocess.log", "fairseq-preprocess")
+        (tmp / "bin" / ".done").touch()
+
+    Path(data).parent.mkdir(parents=True, exist_ok=True)
+    runs.prepare_once(data, "bin/.done", build, f"{data}.lock", key)
+
+
+def main(argv, prog="compgen-run", usage="scripts/experiment.py compgen-run"):
+    args = parse(argv, usage)
+    threads = runs.tool_environment()
+    runs.require_tool("fairseq-train")
+    runs.check_arch(args.preset, "--list-prefix", "compgen")
+    lr = args.lr or runs.noam_lr(128 if args.preset.startswith("compgen_large") else 64)
+
+    out, csv_path = Path(args.out), Path(args.csv)
+    suffix = data_suffix(args.small, args.sizes)
+    data = out / "data" / f"{args.task}{suffix}-s{args.data_seed}"
+    prepare_data(args, data)
+    meta = json.loads((data / "raw" / "meta.json").read_text())
+    split, categories = meta["eval_split"], meta["categories"]
+    n_test = runs.line_count(data / "raw" / f"{split}.tgt")
+    n_train = runs.line_count(data / "raw" / "train.tgt")
+    # Generation may stop one token after the longest reference: longer outputs are wrong anyway.
+    refs = (data / "raw" / f"{split}.tgt").read_text().splitlines()
+    max_len = max((len(line.split()) for line in refs), default=0) + 1
+    max_update, warmup = runs.training_budget(n_train, args.max_update, args.epochs, args.warmup)
+
+    def recorded(seed):
+        key = [args.preset, args.task, str(seed), str(n_train), str(n_test)]
+        for r in runs.read_rows(csv_path):
+            if [r.get(k) for k in ("preset", "task", "seed", "n_train", "n_test")] == key:
+                return csv_path
+        return None
+
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    label = f"{args.preset} {args.task}"
+    for seed in runs.seed_range(args.seeds, args.seed):
+        run_dir = out / "runs" / args.preset / f"{args.task}{suffix}" / f"seed{seed}"
+        need_training = runs.start_seed(
+            prog, label, seed, run_dir, args.resume, recorded(seed), max_update
+        )
+        if need_training is None:
+            continue
+        piece = runs.TimePiece(run_dir)
+        with piece:
+            if need_training:
+                options = ["--task", "translation_accuracy", "--eval-accuracy", "--arch"]
+                options += [args.preset, "--criterion", "cross_entropy"]
+                runs.train_seed(
+                    data / "bin", run_dir, options, lr, warmup, max_update, seed, args.extra
+                )
+            updates = runs.trained_updates(run_dir)
+            accuracy = {}
+            for which, sfx in runs.evaluated_checkpoints(run_dir, args.report_checkpoint):
+                accuracy[which] = evaluate(
+                    args, data, run_dir, which, sfx, split, categories, max_len
+                )
+        wall, cpu = piece.totals()
+        report = args.report_checkpoint
+        row = [args.preset, args.task, seed, updates, f"{accuracy[report]:.6f}", wall, runs.now()]
+        row += [split, n_test, n_train, args.beam, " ".join(args.extra), threads, cpu, report]
+        row += [f"{accuracy['best']:.6f}"]
+        row += [f"{accuracy['last']:.6f}" if "last" in accuracy else ""]
+        runs.append_rows(csv_path, HEADER, [row])
+        runs.say(
+            prog,
+            f"{label} seed {seed}: accuracy {accuracy[report]} ({report} checkpoint) after "
+            f"{updates} updates, {wall}s (CPU {cpu}s) -> {csv_path}",
+        )
+
+
+def evaluate(args, data, run_dir, which, sfx, split, categories, max_len):
+    """fairseq-generate on the test split with checkpoint WHICH and scripts/seq-accuracy.py;
+    files RUN_DIR/{generate,accuracy}SFX.*; returns the accuracy."""
+    cmd = ["fairseq-generate", data / "bin", "--user-dir", ROOT / "fairseq_plugins"]
+    cmd += [
+        "--task",
+        "translation_accuracy",
+        "--path",
+        run_dir / "checkpoints" / f"checkpoint_{which}.pt",
+    ]
+    cmd += ["--gen-subset", "test", "--beam", args.beam, "--batch-size", "128"]
+    cmd += ["--required-batch-size-multiple", "1", "--max-len-a", "0", "--max-len-b", max_len]
+    runs.run_logged(
+        cmd,
+        run_dir / f"generate{sfx}.log",
+        "fairseq-generate",
+        stdout=run_dir / f"generate{sfx}.out",
+    )
+    cmd = ["python", SCRIPTS / "seq-accuracy.py", run_dir / f"generate{sfx}.out"]
+    cmd += ["--ref", data / "raw" / f"{split}.tgt", "--json", run_dir / f"accuracy{sfx}.json"]
+    if categories:
+        cmd += ["--categories", data / "raw" / categories]
+    proc = subprocess.run([str(c) for c in cmd], stdout=subprocess.PIPE, text=True)
+    (run_dir / f"accuracy{sfx}.txt").write_text(proc.stdout)
+    sys.stderr.write(proc.stdout)
+    if proc.returncode != 0:
+        raise ExperimentError(f"seq-accuracy.py failed on {run_dir}/generate{sfx}.out")
+    return json.loads((run_dir / f"accuracy{sfx}.json").read_text())["accuracy"]

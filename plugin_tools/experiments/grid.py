@@ -1,0 +1,283 @@
+"""`grid`: the issue-13 grid (Ontañón et al.'s accuracy tables on the benchmarks we hold, plus the
+compositional-attention rows) and the paper-budget grid, one run at a time, resumable
+(scripts/compgen-grid.sh is a wrapper of it; the plan is :mod:`.grid_plan`)."""
+
+import datetime
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import grid_plan, runs
+from .compgen_run import data_suffix
+from .grid_plan import TAGGING, TAGGING_TASK
+from .runs import ROOT, SCRIPTS, ExperimentError
+
+USAGE = """\
+Usage: {usage} [options]
+
+Runs the whole grid of docs/compgen-results.md (issue 13) with scripts/compgen-run.sh, one
+training run at a time, and appends each finished run to the results CSV. Safe to stop at any
+point (kill the process group, Ctrl-C, shutdown) and to start again with the same command:
+  - a cell (preset, task, seed) already in the CSV is skipped;
+  - a run whose training finished but was not recorded is only evaluated;
+  - an interrupted training continues from its checkpoint_last.pt (saved every 500 updates);
+  - data preparation is atomic (built in DIR.partial, renamed when complete).
+Order: seed 1 of every row x column first, then seed 2, then seed 3, so a partial grid is
+already a table. Each grid runs one training at a time; to use more cores, start the same
+command again (e.g. once per core with --threads 1): grids on the same --out share the work,
+each cell is locked (OUT/locks) by the grid that runs it and skipped by the others, and data
+preparation is locked too. wall_seconds then includes the sharing of the machine; cpu_seconds
+does not.
+
+The cogs-tagging column (COGS as sequence tagging, encoder-only) runs scripts/cogs-tagging-run.sh
+with the tagging architecture that has the row's encoder (TAGGING in
+plugin_tools/experiments/grid_plan.py; see --list). rel2-eb and rel2-eb-c differ from rel-eb only
+in the decoder, so they have no tagging cell of their own: the report shows rel-eb's. A tagging
+run appends one line to the same CSV (preset = the row, task = cogs-tagging, split gen,
+extra_args = --arch TAGGING-ARCH ...); its folder is OUT/cogs-tagging/runs/ROW/seedS
+(per-category accuracies in pred/gen.scores.json).
+
+Two budgets (--budget):
+  short  (default) the issue-13 grid: every column at the short budget below, 7 rows, the best
+         checkpoint by valid accuracy (docs/compgen-grid.csv).
+  paper  the authors' own budget per column (Ontañón et al.'s notebooks): Add 2 epochs, Reverse 2,
+         COGS 16, Dup 4, SCAN-length 24, SCAN-add-jump 24, AddNeg 10, COGS tagging 16; an epoch is
+         floor(n_train / 64) updates (their loader drops the last partial batch), Noam schedule
+         with 4,000 warm-up updates at every budget, no early stopping; the FINAL checkpoint is
+         reported (the paper's protocol), the best-by-valid one beside it (accuracy_best).
+         Rows: compgen_abs, compgen_rel2_eb_c, compgen_comp_rel2_eb_c, compgen_comp_rel2_eb_cs
+         (3 seeds) on the seq2seq columns; cogs_tagging_tuned, cogs_tagging_base and the tuned
+         model with compositional attention (5 seeds) on COGS tagging. Run in blocks, each
+         finished (all seeds) before the next starts: 1 COGS tagging; 2 Add, Reverse; 3 COGS,
+         Dup; 4 SCAN-length, SCAN-add-jump; 5 AddNeg (docs/compgen-paper.csv, work/compgen-paper).
+
+Options:
+  --budget B       short or paper (see above; default short)
+  --out DIR        data, runs, checkpoints, logs (default work/compgen-grid; paper: work/compgen-paper)
+  --csv FILE       results CSV (default docs/compgen-grid.csv; paper: docs/compgen-paper.csv)
+  --threads N      OMP_NUM_THREADS of every run (default 1; recorded in the CSV)
+  --max-runs N     stop after N runs that trained or evaluated something (default: all)
+  --only-task T    only the column T (repeatable), e.g. --only-task add
+  --only-preset P  only the row P (repeatable)
+  --list           print the plan (budget per column, every cell and its state) and exit
+  --dry-run        print the command of every selected cell not yet in the CSV, in run order,
+                   and exit (starts nothing)
+  -h, --help       this text
+
+Budget per column (fixed for every row of the column; batch 64 sentences, Adam 0.9/0.98/1e-9,
+inverse_sqrt with peak lr 0.00198 after max-update/10 warm-up, dropout 0.1, greedy decoding,
+validation every 500 updates and at the end, best checkpoint by valid sequence accuracy) and
+rows: see --list and docs/compgen-results.md.
+"""
+
+# How a cell runs a driver: this program again, in a process of its own (a test puts a stand-in
+# here).
+EXPERIMENT = [sys.executable, str(SCRIPTS / "experiment.py")]
+SCAN_ADDJUMP_TEST_LINES = 7706
+
+
+def budget_options(budget):
+    """The run driver's options for a column budget (N updates, or eN epochs at the paper's
+    protocol)."""
+    if budget.startswith("e"):
+        return ["--epochs", budget[1:], "--warmup", "4000", "--report-checkpoint", "last"]
+    return ["--max-update", budget]
+
+
+def cell_command(seed, col, row, out, csv_path):
+    """(command, run folder) of a cell."""
+    budget = budget_options(col.budget)
+    if col.task == TAGGING_TASK:
+        arch, options = TAGGING[row.preset]
+        cmd = EXPERIMENT + ["cogs-tagging-run", arch, "--grid-row", row.preset, "--seed", str(seed)]
+        cmd += ["--resume", *budget, "--out", f"{out}/cogs-tagging", "--csv", str(csv_path)]
+        cmd += ["--", *grid_plan.COMMON, *options]
+        return cmd, out / "cogs-tagging" / "runs" / row.preset / f"seed{seed}"
+    raw = ["--raw-dir", str(out / "raw" / "scan-addjump")] if col.task == "scan-addjump" else []
+    cmd = EXPERIMENT + ["compgen-run", row.preset, col.task, "--seed", str(seed), "--resume"]
+    cmd += [*budget, *col.data, *raw, "--out", str(out), "--csv", str(csv_path)]
+    cmd += ["--", *grid_plan.COMMON, *row.extra]
+    sizes = dict(zip(col.data[::2], col.data[1::2]))
+    suffix = data_suffix(False, {k.lstrip("-"): v for k, v in sizes.items()})
+    return cmd, out / "runs" / row.preset / f"{col.task}{suffix}" / f"seed{seed}"
+
+
+def parse(argv, usage):
+    p = runs.Parser(USAGE.format(usage=usage))
+    p.add_argument("--budget", default="short")
+    p.add_argument("--out")
+    p.add_argument("--csv")
+    p.add_argument("--threads", default="1")
+    p.add_argument("--max-runs")
+    p.add_argument("--only-task", action="append", default=[])
+    p.add_argument("--only-preset", action="append", default=[])
+    p.add_argument("--list", action="store_true")
+    p.add_argument("--dry-run", action="store_true")
+    args = p.parse_args(argv)
+    args.threads = runs.check_positive(args.threads, "--threads")
+    runs.check_choice(args.budget, "--budget", ("short", "paper"))
+    name = "compgen-paper" if args.budget == "paper" else "compgen-grid"
+    args.out = Path(args.out or ROOT / "work" / name).absolute()
+    args.csv = Path(args.csv or ROOT / "docs" / f"{name}.csv").absolute()
+    if args.max_runs is not None:
+        if not args.max_runs.isdigit():
+            raise ExperimentError(f"--max-runs {args.max_runs}: not an integer")
+        args.max_runs = int(args.max_runs)
+    return args
+
+
+def show_plan(args, cells):
+    """--list: the columns, rows, tagging models and every cell with its state."""
+    columns, rows = grid_plan.BUDGETS[args.budget]
+    print(f"budget {args.budget}; columns (task, updates or eN = N epochs, data options, block):")
+    for c in columns:
+        print(f"  {c.task:<13} {c.budget:>5}  {' '.join(c.data):<28} {c.block}")
+    print("rows (preset, seeds, extra options, only these columns):")
+    for r in rows:
+        only = f" [only: {' '.join(r.only)}]" if r.only else ""
+        print(f"  {r.preset:<24} {r.seeds}  {' '.join(r.extra)}{only}")
+    print("cogs-tagging (encoder-only; row -> tagging arch with the row's encoder, extra options):")
+    for r in rows:
+        if not grid_plan.runs_column(r, TAGGING_TASK):
+            continue
+        arch, options = TAGGING[r.preset]
+        if arch.startswith("="):
+            print(
+                f"  {r.preset:<24} = {arch[1:]} (same encoder, differs in the decoder only): "
+                "not trained again"
+            )
+        else:
+            print(f"  {r.preset:<24} {' '.join((arch, *options))}")
+    finished = runs.done_cells(args.csv)
+    print(f"cells in run order (state: done = in {args.csv}, partial = has a run folder, todo):")
+    n_done = 0
+    for seed, col, row in cells:
+        _, run_dir = cell_command(seed, col, row, args.out, args.csv)
+        state = "partial" if run_dir.is_dir() else "todo"
+        if (row.preset, col.task, str(seed)) in finished:
+            state, n_done = "done", n_done + 1
+        arrow = ""
+        if col.task == TAGGING_TASK:
+            arrow = " -> " + " ".join((TAGGING[row.preset][0], *TAGGING[row.preset][1]))
+        print(f"  {state:<8} seed {seed}  {col.task:<13} {row.preset}{arrow}")
+    print(f"{len(cells)} cells, {n_done} done")
+
+
+def log(message):
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    print(f"{stamp} compgen-grid: {message}", file=sys.stderr, flush=True)
+
+
+def derive_scan_addjump(out, scan=ROOT.parent / "shared" / "data" / "scan"):
+    """SCAN add-jump: the official test file is held out of ../shared/data/scan. Its content is
+    derivable: SOURCE.md says all its 7706 lines are in tasks.txt, and tasks.txt holds every SCAN
+    command once, so tasks.txt minus the lines of the add-jump train file is that test set (in
+    tasks.txt order, not the official file's order). Built once, atomically, and checked."""
+    train_file = scan / "add_prim_split" / "tasks_train_addprim_jump.txt"
+
+    def build(tmp):
+        if not (scan / "tasks.txt").is_file() or not train_file.is_file():
+            raise ExperimentError(f"SCAN files missing under {scan}")
+        (tmp / "add_prim_split").mkdir(parents=True)
+        (tmp / "add_prim_split" / train_file.name).write_bytes(train_file.read_bytes())
+        train = set(train_file.read_text().splitlines())
+        lines = (scan / "tasks.txt").read_text().splitlines()
+        test = [line for line in lines if line.strip() and line not in train]
+        if len(test) != SCAN_ADDJUMP_TEST_LINES or len(set(test)) != len(test):
+            raise ExperimentError(
+                f"could not derive the SCAN add-jump test set: derived {len(test)} lines "
+                f"({len(set(test))} distinct), expected {SCAN_ADDJUMP_TEST_LINES}"
+            )
+        if not all(" jump " in f" {line[4:].split(' OUT: ')[0]} " for line in test):
+            raise ExperimentError(
+                "could not derive the SCAN add-jump test set: a command has no `jump`"
+            )
+        (tmp / "add_prim_split" / "tasks_test_addprim_jump.txt").write_text("\n".join(test) + "\n")
+        (tmp / "DERIVED.md").write_text(
+            "tasks_test_addprim_jump.txt derived by scripts/compgen-grid.sh: the lines of tasks.txt\n"
+            "that are not in tasks_train_addprim_jump.txt (7706, all with `jump`), tasks.txt order.\n"
+            "Not the official file (same content per SOURCE.md, order may differ).\n"
+        )
+        (tmp / ".done").touch()
+
+    dest = out / "raw" / "scan-addjump"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if runs.prepare_once(dest, ".done", build, out / "locks" / "scan-addjump-test.lock"):
+        log(f"derived the SCAN add-jump test set (7706 lines) in {dest}")
+
+
+def main(argv, prog="grid", usage="scripts/experiment.py grid"):
+    args = parse(argv, usage)
+    grid_plan.check_tagging()
+    cells = grid_plan.plan(args.budget, args.only_task, args.only_preset)
+    if not cells:
+        raise ExperimentError("no cell matches --only-task/--only-preset")
+    if args.list:
+        return show_plan(args, cells)
+    if args.dry_run:
+        finished = runs.done_cells(args.csv)
+        for seed, col, row in cells:
+            if (row.preset, col.task, str(seed)) not in finished:
+                print(" ".join(cell_command(seed, col, row, args.out, args.csv)[0]))
+        return 0
+
+    runs.tool_environment(args.threads)
+    (args.out / "locks").mkdir(parents=True, exist_ok=True)
+    derive_scan_addjump(args.out)
+    n_ran, failed, elsewhere = 0, [], []
+    log(
+        f"start: budget {args.budget}, {len(cells)} cells, csv {args.csv}, out {args.out}, "
+        f"OMP_NUM_THREADS={args.threads}"
+    )
+    for seed, col, row in cells:
+        key = (row.preset, col.task, str(seed))
+        name = f"seed {seed} {col.task} {row.preset}"
+        if key in runs.done_cells(args.csv):
+            continue
+        if args.max_runs is not None and n_ran >= args.max_runs:
+            log(f"stopping after --max-runs {args.max_runs} runs")
+            break
+        # The cell's lock, held (and inherited by the run) until the run ends; another grid on
+        # this --out holding it runs the cell now. The CSV is read again once the lock is ours:
+        # the other grid may have recorded the cell in between.
+        lock = runs.FileLock(args.out / "locks" / f"{row.preset}.{col.task}.seed{seed}.lock")
+        if not lock.acquire(blocking=False):
+            elsewhere.append(name)
+            continue
+        try:
+            if key in runs.done_cells(args.csv):
+                continue
+            cmd, run_dir = cell_command(seed, col, row, args.out, args.csv)
+            log(f"run: {name} ({col.budget} updates)")
+            start = time.time()
+            if subprocess.run(cmd, pass_fds=(lock.fileno(),)).returncode == 0:
+                log(f"done: {name} in {int(time.time() - start)}s")
+                keep_checkpoints(run_dir, col.budget.startswith("e"))
+            else:
+                log(f"FAILED: {name} (see the run's train.log); continuing")
+                failed.append(name)
+        finally:
+            lock.release()
+        n_ran += 1
+    if elsewhere:
+        log(f"left to the other grid(s) on {args.out}: {' '.join(elsewhere)}")
+    if failed:
+        log(f"finished with {len(failed)} failed run(s): {' '.join(failed)}")
+        return 1
+    if elsewhere:
+        log(
+            f"finished here; {len(elsewhere)} cell(s) were left to other grids on {args.out} (see --list)"
+        )
+    else:
+        log(f"finished: every selected cell is in {args.csv}")
+    return 0
+
+
+def keep_checkpoints(run_dir, keep_last):
+    """Keep only the best (and, at the paper budget, the final) checkpoint of a recorded run (the
+    others are for resuming)."""
+    keep = {"checkpoint_best.pt"} | ({"checkpoint_last.pt"} if keep_last else set())
+    for path in Path(run_dir, "checkpoints").rglob("*.pt"):
+        if path.name not in keep:
+            path.unlink(missing_ok=True)
