@@ -12,9 +12,10 @@ per system, and float noise between CPUs (AVX2 / AVX-512 kernels) moved a system
     python -m plugin_tools.demo_report OUT stock compositional graph
 """
 
-import argparse
 import json
 from pathlib import Path
+
+from plugin_tools.cli import OneLineParser
 
 TITLE = (
     "Part 1: synthetic translation, the same small model three ways "
@@ -85,7 +86,7 @@ def report(out, names):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="demo_report", description="Part 1 of scripts/demo.sh as Markdown (module docstring)."
     )
     parser.add_argument("out", help="the demo's output folder")

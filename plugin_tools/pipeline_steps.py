@@ -6,16 +6,18 @@
                                          data in another format than fairseq's mmap is not checked
   download URL FILE                      URL into FILE (the fallback without curl and wget)
 
-Errors: one line "PROG: message" on stderr (--prog, default pipeline_steps), exit status 2.
+Errors: one line "PROG: message" on stderr, exit status 2 (usage errors as plugin_tools.cli says);
+--prog NAME first: the calling script's name for PROG.
 
     python -m plugin_tools.pipeline_steps --prog generate.sh check-reference DATA test en REF
 """
 
-import argparse
 import struct
 import sys
 import urllib.request
 from pathlib import Path
+
+from plugin_tools.cli import OneLineParser, called_as
 
 MMAP_MAGIC = b"MMIDIDX\x00\x00"  # fairseq's MMapIndexedDataset index header
 
@@ -50,17 +52,9 @@ def reference_mismatch(data, subset, lang, ref):
     return None
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, not usage + error
-        self.exit(2, f"{self.prog}: {message}\n")
-
-
 def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
-    prog = "pipeline_steps"
-    if argv[:1] == ["--prog"] and len(argv) > 1:  # the calling script's name, for messages
-        prog, argv = argv[1], argv[2:]
-    parser = _Parser(prog=prog, description="The shell pipelines' Python steps (module docstring).")
+    prog, argv = called_as(sys.argv[1:] if argv is None else argv, "pipeline_steps")
+    parser = OneLineParser(prog=prog, description="The shell pipelines' Python steps (docstring).")
     sub = parser.add_subparsers(dest="step", required=True)
     s = sub.add_parser("check-reference", prog=prog)
     for name in ("data", "subset", "lang", "ref"):
@@ -71,14 +65,17 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.step == "check-reference":
         message = reference_mismatch(args.data, args.subset, args.lang, args.ref)
-        if message:
-            parser.error(message)
     else:
         try:
             urllib.request.urlretrieve(args.url, args.file)
+            message = None
         except OSError as e:
-            parser.error(f"download of {args.url} failed ({e})")
+            message = f"download of {args.url} failed ({e})"
+    if message:  # bad input, not a usage error: the message alone
+        print(f"{prog}: {message}", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

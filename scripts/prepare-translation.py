@@ -5,12 +5,13 @@ Used by prepare-translation.sh; see its --help. Every input problem is reported 
 the file, before anything is written.
 """
 
-import argparse
 import gzip
 import os
 import shutil
 import subprocess
 import sys
+
+from plugin_tools.cli import OneLineParser
 
 
 class PrepareError(Exception):
@@ -91,11 +92,6 @@ def train_spm(inputs, model_prefix, vocab_size):
         minloglevel=2,
     )
     return spm.SentencePieceProcessor(model_file=model_prefix + ".model")
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message):  # a usage error in one line, as every other input problem
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def main():
