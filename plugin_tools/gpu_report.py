@@ -1,27 +1,14 @@
-#!/usr/bin/env python3
 """Write the summary of scripts/gpu-check.sh: PREFIX.json and PREFIX.md from its steps file
 (one tab-separated line per step: name, status pass/fail/skip, seconds, log, detail), the CUDA
 tests' JUnit XML (counts and failed test names) and the machine (benchmarks/common.py)."""
 
 import argparse
-import importlib.util
 import json
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
 STATUSES = ("pass", "fail", "skip")
-
-
-def _benchmarks_common():
-    """benchmarks/common.py by path (the machine description and git revision it writes)."""
-    spec = importlib.util.spec_from_file_location(
-        "_bench_common", ROOT / "benchmarks" / "common.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def read_steps(path):
@@ -57,10 +44,14 @@ def read_junit(path):
 
 
 def machine_info():
+    """The machine as the benchmarks describe it (torch and benchmarks/common.py, imported here
+    only: the rest of this module is plain Python)."""
     import torch
 
+    from benchmarks.common import machine
+
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    info = _benchmarks_common().machine(device)
+    info = machine(device)
     if device.type == "cuda":
         info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
         info["cuda"] = torch.version.cuda
@@ -125,7 +116,3 @@ def main(argv=None):
     Path(f"{args.out}.md").write_text(text)
     sys.stdout.write(text)
     return 0 if report["passed"] else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -10,9 +10,8 @@ the registered ones (of MODEL, or starting with PREFIX) and exit 1.
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
 
 
 def main():

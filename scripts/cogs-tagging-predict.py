@@ -20,8 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
 
 
 class CliError(Exception):

@@ -2,7 +2,7 @@
 """Convert COGS tsv files into the sequence-tagging files of Ontañón et al. (2022), or check the
 round trip logical form -> five tag rows -> logical form.
 
-Rules: fairseq_plugins/data/cogs_tags.py (the authors' generator, /work/shared/OFFICIAL-ONTANON.md
+Rules: plugin_tools/cogs_tags.py (the authors' generator, /work/shared/OFFICIAL-ONTANON.md
 section 1). Each INPUT is PATH or SPLIT=PATH (a COGS tsv: sentence, logical form, distribution;
 `.gz` is read as gzip); the split name defaults to the file name without `.tsv`/`.gz`. With no
 INPUT: train, valid (dev.tsv), test and gen (gen.tsv.gz or gen.tsv) of --raw-dir.
@@ -30,25 +30,15 @@ failures (with the first few reasons), and exits 1 if any non-primitive example 
 """
 
 import argparse
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from _this_checkout import ROOT
+
+from plugin_tools import cogs_tags as ct
+
 DEFAULT_RAW = ROOT.parent / "shared" / "data" / "cogs"
-
-
-def _load_tags_module():
-    # By path: importing the package fairseq_plugins would import fairseq and torch.
-    path = ROOT / "fairseq_plugins" / "data" / "cogs_tags.py"
-    spec = importlib.util.spec_from_file_location("cogs_tags", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-ct = _load_tags_module()
 
 
 class CliError(Exception):

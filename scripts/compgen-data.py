@@ -2,13 +2,9 @@
 """Write a compositional-generalization task as plain parallel text for fairseq-preprocess
 (`--help` for the tasks and options; the generators are plugin_tools/compgen_data.py)."""
 
-import sys
-from pathlib import Path
+import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # this checkout's packages first, not another checkout's install
-
-from plugin_tools.compgen_data import cli  # noqa: E402
+from plugin_tools.compgen_data import cli
 
 if __name__ == "__main__":
     cli()

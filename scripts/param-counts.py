@@ -13,6 +13,8 @@ import shlex
 import sys
 from types import SimpleNamespace
 
+import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
+
 
 def build(arch_and_flags, src_vocab, tgt_vocab, lm):
     from fairseq import options

@@ -8,6 +8,8 @@ import json
 import os
 import sys
 
+import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
+
 from plugin_tools import seq_accuracy
 
 

@@ -12,17 +12,13 @@ one line per category; exits non-zero with a one-line message on malformed input
 """
 
 import argparse
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
-# Load the scorer by path: importing the fairseq_plugins package would import fairseq and torch
-# (seconds), and the scorer needs neither.
-_MODULE = Path(__file__).resolve().parent.parent / "fairseq_plugins" / "metrics" / "seq_accuracy.py"
-_spec = importlib.util.spec_from_file_location("seq_accuracy", _MODULE)
-sa = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sa)
+import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
+
+from plugin_tools import seq_accuracy as sa
 
 
 def read_lines(path, what):

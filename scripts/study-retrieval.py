@@ -33,7 +33,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from _this_checkout import ROOT
+
 PROG = "study-retrieval.py"
 SETTINGS = {"2x4": (2, 4), "4x8": (4, 8), "4x16": (4, 16)}
 PROTOCOLS = {
@@ -243,14 +244,9 @@ def main(argv=None):
     if args.command == "run":
         cmd_run(args)
     else:
-        import importlib.util
+        from fairseq_plugins.analysis.retrieval_report import write_report
 
-        spec = importlib.util.spec_from_file_location(
-            "retrieval_report", ROOT / "scripts" / "study-retrieval-report.py"
-        )
-        report = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(report)
-        report.write_report(args.out, args.doc)
+        write_report(args.out, args.doc)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ import os
 import sys
 from collections import defaultdict
 
+import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
+
 
 def fail(message):
     print(f"value-scores: error: {message}", file=sys.stderr)

@@ -1,18 +1,12 @@
-"""fairseq_plugins/data/cfq_im.py: the CFQ-im intermediate representation (Ontañón et al. 2022,
+"""plugin_tools/cfq_im.py: the CFQ-im intermediate representation (Ontañón et al. 2022,
 Figure 3) on hand-written queries in the CFQ release's format, its exact inverse, and the
 release's tokenization. No real CFQ data here (it cannot be fetched)."""
 
-import importlib.util
 import random
 
 import pytest
-from conftest import ROOT
 
-spec = importlib.util.spec_from_file_location(
-    "cfq_im", ROOT / "fairseq_plugins" / "data" / "cfq_im.py"
-)
-im = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(im)
+from plugin_tools import cfq_im as im
 
 # The paper's Figure 1 query (release format, before preprocessing).
 FIG1_RAW = (

@@ -1,25 +1,16 @@
-"""fairseq_plugins/data/cogs_tags.py and scripts/cogs-tags.py: the worked examples of
+"""plugin_tools/cogs_tags.py and scripts/cogs-tags.py: the worked examples of
 /work/shared/OFFICIAL-ONTANON.md section 1.7, the parent encodings, the two metrics, and the exact
 round trip LF -> tags -> LF over every example of the COGS files in ../shared/data/cogs."""
 
-import importlib.util
 import subprocess
 import sys
 
 import pytest
 from conftest import ROOT
 
+from plugin_tools import cogs_tags as ct
+
 SCRIPT = ROOT / "scripts" / "cogs-tags.py"
-
-
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-ct = _load(ROOT / "fairseq_plugins" / "data" / "cogs_tags.py", "cogs_tags")
 _ = ""  # the empty tag
 
 # (sentence, LF, abs parents, relative, attention, role, category, noun_type, verb_name)

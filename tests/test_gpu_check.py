@@ -1,8 +1,7 @@
 """scripts/gpu-check.sh on a machine without CUDA (one line, exit 0), its report writer
-(scripts/gpu-report.py), and the checks of tests/test_cuda.py run on CPU, so that the GPU
-path's tests keep working where no GPU is."""
+(scripts/gpu-report.py over plugin_tools/gpu_report.py), and the checks of tests/test_cuda.py run
+on CPU, so that the GPU path's tests keep working where no GPU is."""
 
-import importlib.util
 import json
 import os
 import sys
@@ -19,18 +18,16 @@ from test_cuda import (
     check_tagging_model,
 )
 
+from plugin_tools import gpu_report
+
 GPU_CHECK = ROOT / "scripts" / "gpu-check.sh"
-REPORT = ROOT / "scripts" / "gpu-report.py"
 NO_CUDA = {"CUDA_VISIBLE_DEVICES": ""}  # no device even on a GPU host
 
 
 def report_main(args, capsys):
     """scripts/gpu-report.py's main(ARGS) in this process: (exit status, stdout, stderr)."""
-    spec = importlib.util.spec_from_file_location("gpu_report", REPORT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     try:
-        status = module.main([str(a) for a in args])
+        status = gpu_report.main([str(a) for a in args])
     except SystemExit as e:  # argparse errors
         status = e.code
     out = capsys.readouterr()

@@ -1,4 +1,4 @@
-"""Sequence-level accuracy: fairseq_plugins.metrics.seq_accuracy and scripts/seq-accuracy.py."""
+"""Sequence-level accuracy: plugin_tools.seq_accuracy and scripts/seq-accuracy.py."""
 
 import json
 import subprocess

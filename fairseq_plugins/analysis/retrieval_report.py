@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Tables and learning curves of the Contextual Retrieval study (scripts/study-retrieval.py):
 reads OUT/runs.csv and OUT/curves.csv, writes the curves PNG beside the document and the tables
 into the document between its <!-- study:begin --> and <!-- study:end --> marks (the prose around
@@ -15,7 +14,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from fairseq_plugins.analysis import retrieval_specialisation as figure
+
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: default --out and --doc
 BEGIN, END = "<!-- study:begin -->", "<!-- study:end -->"
 SETTINGS = {"2x4": (2, 4), "4x8": (4, 8), "4x16": (4, 16)}
 
@@ -138,19 +139,9 @@ def plot_curves(runs, curves, png):
     return True
 
 
-def load_script(name):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name.replace("-", "_"), ROOT / "scripts" / name)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def specialisation_section(runs, out, doc, examples=256):
     """Best-permutation agreement of every compositional run (its best checkpoint, ``examples``
     evaluation examples of its own split) and the figure of the first 2x4 run of each mode."""
-    figure = load_script("retrieval-specialisation.py")
     found = defaultdict(list)
     lines = []
     for r in runs:
@@ -228,7 +219,3 @@ def main(argv=None):
     p.add_argument("--doc", type=Path, default=ROOT / "docs" / "results-contextual-retrieval.md")
     args = p.parse_args(argv)
     write_report(args.out, args.doc)
-
-
-if __name__ == "__main__":
-    main()

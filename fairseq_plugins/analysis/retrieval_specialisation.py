@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Retrieval specialisation of a compositional Contextual Retrieval model (Mittal et al., Figure 11;
 ../shared/CONTEXTUAL-RETRIEVAL.md section 5).
 
@@ -187,7 +186,3 @@ def main(argv=None):
         f"{args.examples * task.setting.objects} objects of {found['split']}; searches "
         f"model->GT {found['search_map']}; retrievals {found['retrieval_maps']}; figure {args.out}"
     )
-
-
-if __name__ == "__main__":
-    main()
