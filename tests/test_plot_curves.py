@@ -1,20 +1,14 @@
 """scripts/plot-curves.py on logs of real (tiny) fairseq-train runs, in simple and json format."""
 
-import importlib.util
 import struct
 
 import pytest
 from conftest import ROOT, run
 
+from plugin_tools import plot_curves
+
 SCRIPT = ROOT / "scripts" / "plot-curves.py"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-def load_module():
-    spec = importlib.util.spec_from_file_location("plot_curves", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +43,8 @@ def png_size(path):
 
 @pytest.mark.slow
 def test_parses_both_log_formats(train_logs):
-    mod = load_module()
-    simple = mod.parse_log(train_logs["simple"])
-    js = mod.parse_log(train_logs["json"])
+    simple = plot_curves.parse_log(train_logs["simple"])
+    js = plot_curves.parse_log(train_logs["json"])
     for records in (simple, js):
         assert [r["epoch"] for r in records] == [1, 2, 3, 4]
         updates = [r["num_updates"] for r in records]
@@ -63,7 +56,6 @@ def test_parses_both_log_formats(train_logs):
 
 
 def test_parse_line_formats():
-    mod = load_module()
     simple = (
         "2026-01-01 00:00:00 | INFO | valid | epoch 003 | valid on 'valid' subset | loss 5.1 | "
         "nll_loss 4.9 | ppl 34.2 | bleu 12.5 | wps 100 | num_updates 120 | best_loss 5.1"
@@ -75,16 +67,16 @@ def test_parse_line_formats():
     tqdm = "epoch 003 | valid on 'valid' subset | loss 5.1 | ppl 34.2 | num_updates 120"
     train = "2026-01-01 00:00:00 | INFO | train | epoch 003 | loss 6.0 | ppl 64 | num_updates 120"
     for line in (simple, js, tqdm):
-        stats = mod.parse_line(line)
+        stats = plot_curves.parse_line(line)
         assert (stats["epoch"], stats["loss"], stats["ppl"], stats["num_updates"]) == (
             3,
             5.1,
             34.2,
             120,
         )
-    assert mod.parse_line(simple)["bleu"] == 12.5
-    assert mod.parse_line(js)["accuracy"] == 88.5
-    assert mod.parse_line(train) is None
+    assert plot_curves.parse_line(simple)["bleu"] == 12.5
+    assert plot_curves.parse_line(js)["accuracy"] == 88.5
+    assert plot_curves.parse_line(train) is None
 
 
 @pytest.mark.slow
