@@ -15,6 +15,8 @@ The modules (``biased_attention.py`` and its subclasses) keep the projections, t
 state and the position labels. Nothing here has parameters or state.
 """
 
+from typing import NamedTuple
+
 import torch
 import torch.nn.functional as F
 
@@ -46,37 +48,40 @@ def additive_mask(attn_mask, key_padding_mask, bsz, tgt_len, src_len, dtype):
     return mask
 
 
-def attend(
-    q,
-    k,
-    v,
-    *,
-    scaling,
-    mask=None,
-    attn_mask=None,
-    padded=False,
-    rel=None,
-    labels=None,
-    cross=False,
-    carry=None,
-    dropout_p=0.0,
-    need_weights=False,
-):
-    """Attention of q (B, H, Tq, d_h) over k (B, H, Tk, d_h), v (B, H or 1, Tk, d_v*).
+class Masks(NamedTuple):
+    """fairseq's masks of one forward. ``additive``: ``additive_mask`` of both (or None);
+    ``attn_mask``: the 2-D mask it came from (which keys it masks tells the band paths whether
+    they apply); ``padded``: a key padding mask is part of ``additive``."""
 
-    ``mask``: ``additive_mask`` of fairseq's masks; ``attn_mask``: the 2-D mask it came from (its
-    shape tells the band paths which keys are masked); ``padded``: a key padding mask is part of
-    ``mask``. ``rel``, ``labels``: a bias position scheme and its labels (None: no bias); ``cross``:
-    encoder-decoder attention. ``carry``: RealFormer's ResidualLogits, or None. ``dropout_p``:
-    attention dropout of this forward (0 at evaluation), applied by the fused call only; the
-    explicit path returns the weights before dropout.
+    additive: torch.Tensor | None
+    attn_mask: torch.Tensor | None
+    padded: bool
+
+
+class Positions(NamedTuple):
+    """The position bias of one forward: ``scheme`` (the attention's position module, or None),
+    its ``labels`` (None: no bias to add, e.g. RoPE, which rotated q and k already), and whether
+    it is an encoder-decoder attention (``cross``: rel2 labels are per sentence)."""
+
+    scheme: object
+    labels: torch.Tensor | None
+    cross: bool
+
+
+def attend(q, k, v, masks, positions, scaling, carry=None, dropout_p=0.0, need_weights=False):
+    """Attention of q (B, H, Tq, d_h) over k (B, H, Tk, d_h), v (B, H or 1, Tk, d_v*) under
+    ``masks`` (Masks) and ``positions`` (Positions). ``carry``: RealFormer's ResidualLogits, or
+    None. ``dropout_p``: attention dropout of this forward (0 at evaluation), applied by the
+    fused call only; the explicit path returns the weights before dropout.
 
     Returns ``(attended, weights)``, exactly one of them a tensor: the attended values
     (B, H, Tq, d_v*) on the fused and band-split paths, the softmax weights (B, H, Tq, Tk) on the
     explicit path (taken when ``need_weights``, with a carry, or where the fused kernel would only
     add copies: ``use_fused_call``)."""
+    mask, attn_mask = masks.additive, masks.attn_mask
+    rel, labels, cross = positions
     band_mask = None
-    if labels is not None and not need_weights and not padded and carry is None:
+    if labels is not None and not need_weights and not masks.padded and carry is None:
         band_mask = band_split_mask(q, v, rel, labels, attn_mask, mask, cross, dropout_p)
     if band_mask is not None:
         return attend_band_split(rel, q, k, v, band_mask, scaling), None

@@ -19,7 +19,7 @@ from fairseq.modules.quant_noise import quant_noise
 from torch import Tensor
 
 from . import attend as attention_paths
-from .attend import additive_mask, apply_weights
+from .attend import Masks, Positions, additive_mask, apply_weights
 
 
 class AttentionShapeError(ValueError):
@@ -59,7 +59,9 @@ class BiasedAttention(nn.Module):
 
     ``relative_positions``: a RelativePositionBias built for this attention's head width, or None.
     ``q_noise``/``qn_block_size``: fairseq's quantization noise on the projections that
-    ``self.projection`` builds, as fairseq's MultiheadAttention applies it.
+    ``self.projection`` builds, as fairseq's MultiheadAttention applies it. ``kdim``/``vdim``:
+    the width of the keys' / values' input (default embed_dim). Subclasses take these arguments
+    as ``**attention_args`` and hand them on.
     """
 
     def __init__(
@@ -73,9 +75,13 @@ class BiasedAttention(nn.Module):
         relative_positions=None,
         q_noise=0.0,
         qn_block_size=8,
+        kdim=None,
+        vdim=None,
     ):
         super().__init__()
         self.embed_dim = embed_dim
+        self.kdim = kdim or embed_dim
+        self.vdim = vdim or embed_dim
         self.num_heads = num_heads
         self.head_dim = head_dim
         self.scaling = head_dim**-0.5
@@ -95,10 +101,8 @@ class BiasedAttention(nn.Module):
             nn.Linear(in_features, out_features, bias=bias), self.q_noise, self.qn_block_size
         )
 
-    def build_input_projections(self, kdim, vdim, qk_width, value_width, bias=True):
+    def build_input_projections(self, qk_width, value_width, bias=True):
         """q_proj (d -> qk_width), k_proj (kdim -> qk_width), v_proj (vdim -> value_width)."""
-        self.kdim = kdim or self.embed_dim
-        self.vdim = vdim or self.embed_dim
         self.q_proj = self.projection(self.embed_dim, qk_width, bias=bias)
         self.k_proj = self.projection(self.kdim, qk_width, bias=bias)
         self.v_proj = self.projection(self.vdim, value_width, bias=bias)
@@ -180,20 +184,10 @@ class BiasedAttention(nn.Module):
             incremental_state = self._set_input_buffer(incremental_state, saved)
 
         dropout_p = self.dropout_module.p if self.training else 0.0
+        masks = Masks(mask, attn_mask, padded=key_padding_mask is not None)
+        positions = Positions(self.relative_positions, labels, self.encoder_decoder_attention)
         attended, weights = attention_paths.attend(
-            q,
-            k,
-            v,
-            scaling=self.scaling,
-            mask=mask,
-            attn_mask=attn_mask,
-            padded=key_padding_mask is not None,
-            rel=self.relative_positions,
-            labels=labels,
-            cross=self.encoder_decoder_attention,
-            carry=self.residual_logits,
-            dropout_p=dropout_p,
-            need_weights=need_weights,
+            q, k, v, masks, positions, self.scaling, self.residual_logits, dropout_p, need_weights
         )
         if attended is not None:
             out = self.combine(attended, query)

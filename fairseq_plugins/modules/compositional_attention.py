@@ -74,19 +74,14 @@ class CompositionalAttention(BiasedAttention):
         query_from_search=False,
         gumbel=False,
         gumbel_temperature=1.0,
-        dropout=0.0,
-        self_attention=False,
-        encoder_decoder_attention=False,
-        kdim=None,
-        vdim=None,
-        search_dim=None,
-        bias=True,
-        relative_positions=None,
-        q_noise=0.0,
-        qn_block_size=8,
         gumbel_in_eval=False,
         legacy_mlp_query_scaling=False,
+        search_dim=None,
+        bias=True,
+        **attention_args,
     ):
+        """``attention_args``: BiasedAttention's (dropout, self/cross attention, kdim, vdim,
+        relative positions, quantization noise)."""
         attn_dim = embed_dim if attn_dim is None else attn_dim
         search_dim = search_dim or embed_dim
         head_dim = split_width(search_dim, num_searches, "searches")
@@ -112,17 +107,7 @@ class CompositionalAttention(BiasedAttention):
             )
         if gumbel_in_eval and not gumbel:
             raise ValueError("--retrieval-gumbel-in-eval needs --retrieval-gumbel")
-        super().__init__(
-            embed_dim,
-            num_searches,
-            head_dim,
-            dropout,
-            self_attention,
-            encoder_decoder_attention,
-            relative_positions,
-            q_noise,
-            qn_block_size,
-        )
+        super().__init__(embed_dim, num_searches, head_dim, **attention_args)
         self.num_searches = num_searches
         self.num_retrievals = num_retrievals
         self.search_dim = search_dim
@@ -141,7 +126,7 @@ class CompositionalAttention(BiasedAttention):
             scaled = torch.tensor(int(legacy_mlp_query_scaling))
             self.register_buffer("mlp_query_scaled", scaled)
         self._set_query_scaling(scoring in DOT_SCORINGS or legacy_mlp_query_scaling)
-        self.build_input_projections(kdim, vdim, search_dim, attn_dim, bias=bias)
+        self.build_input_projections(search_dim, attn_dim, bias=bias)
         if query_from_search:
             # One map shared by the searches, on the scaled search query Q_i / sqrt(d_h). Plain
             # Linear: d_h need not be a multiple of the quantization-noise block size.

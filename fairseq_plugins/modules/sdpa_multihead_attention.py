@@ -29,35 +29,14 @@ def build_multihead_attention(options, spec):
 
 
 class SDPAMultiheadAttention(BiasedAttention):
-    def __init__(
-        self,
-        embed_dim,
-        num_heads,
-        kdim=None,
-        vdim=None,
-        inner_dim=None,
-        dropout=0.0,
-        bias=True,
-        self_attention=False,
-        encoder_decoder_attention=False,
-        relative_positions=None,
-        q_noise=0.0,
-        qn_block_size=8,
-    ):
+    def __init__(self, embed_dim, num_heads, inner_dim=None, bias=True, **attention_args):
+        """``attention_args``: BiasedAttention's (dropout, self/cross attention, kdim, vdim,
+        relative positions, quantization noise)."""
         inner_dim = inner_dim or embed_dim
-        super().__init__(
-            embed_dim,
-            num_heads,
-            split_width(inner_dim, num_heads, "heads"),
-            dropout,
-            self_attention,
-            encoder_decoder_attention,
-            relative_positions,
-            q_noise,
-            qn_block_size,
-        )
+        head_dim = split_width(inner_dim, num_heads, "heads")
+        super().__init__(embed_dim, num_heads, head_dim, **attention_args)
         self.inner_dim = inner_dim
-        self.build_input_projections(kdim, vdim, inner_dim, inner_dim, bias=bias)
+        self.build_input_projections(inner_dim, inner_dim, bias=bias)
         self.out_proj = self.projection(inner_dim, embed_dim, bias=bias)
         self.reset_parameters()
 
