@@ -71,6 +71,52 @@ def test_study_report_errors(tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("kind", ["nmt", "lm"])
+def test_study_prepares_data_once_then_runs_the_comparison(kind, tmp_path, monkeypatch):
+    """What `study-nmt` / `study-lm` run (in-process, with the subprocess and the exec stubbed):
+    the data preparation when its dictionary is missing, the invocation file, then the
+    comparison pipeline with the study's configs, the smoke budget and the options after `--`."""
+    from plugin_tools.experiments import studies
+
+    ran, execd = [], []
+    monkeypatch.setattr(studies.subprocess, "run", lambda cmd, **kw: ran.append(cmd) or _Done())
+
+    def fake_exec(prog, argv):
+        execd.append(argv)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(studies.os, "execvp", fake_exec)
+    monkeypatch.chdir(tmp_path)  # the study changes to the checkout; restored afterwards
+    out = tmp_path / "out"
+    argv = ["--out", str(out), "--smoke", "--threads", "1", "--", "--skip-train"]
+    usage = f"scripts/study-{kind}.sh"
+    with pytest.raises(SystemExit):
+        studies.run_study(kind, argv, f"study-{kind}.sh", usage)
+    data = {"nmt": "data-bin/multi30k.en-de-smoke", "lm": "data-bin/wikitext-2-smoke"}[kind]
+    if not (ROOT / data / "bin").is_dir():
+        assert ran[0][:2] == [
+            "bash",
+            f"scripts/prepare-{'multi30k' if kind == 'nmt' else 'wikitext'}.sh",
+        ]
+        assert data in ran[0] and "--max-train-lines" in ran[0]
+    assert (out / "study-invocation.txt").read_text() == f"bash {usage} {' '.join(argv)} \n"
+    cmd = execd[0]
+    assert cmd[:2] == ["bash", f"scripts/compare-{kind}.sh"] and cmd[-1] == "--skip-train"
+    assert cmd[cmd.index("--data") + 1] == f"{data}/bin" and cmd[cmd.index("--out") + 1] == str(out)
+    assert cmd[cmd.index("--doc") + 1] == f"{out}/results-{kind}.md" and "--smoke" in cmd
+    configs = [c for c in cmd if c.startswith("configs/")]
+    assert all((ROOT / c).is_file() for c in configs)
+    assert len(configs) == (4 if kind == "nmt" else 2)
+    if kind == "nmt":
+        assert cmd[cmd.index("--seeds") + 1] == "1" and "--select-epochs" in cmd
+    else:
+        assert cmd[cmd.index("--context-window") + 1] == "128"
+
+
+class _Done:
+    returncode = 0
+
+
 def _source(cfg, expr):
     script = f'set -euo pipefail; source "$1"; {expr}'
     return run(["bash", "-c", script, "x", cfg]).stdout

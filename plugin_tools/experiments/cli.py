@@ -8,25 +8,22 @@ import sys
 
 from . import runs
 
-# subcommand: (module, the shell script it replaces, one line of help)
+# subcommand: (module:function, one line of help)
 SUBCOMMANDS = {
-    "compgen-run": ("compgen_run", "compgen-run.sh", "one preset on one compgen task, per seed"),
-    "cogs-tagging-run": (
-        "cogs_tagging_run",
-        "cogs-tagging-run.sh",
-        "COGS as sequence tagging, per seed",
-    ),
-    "grid": ("grid", "compgen-grid.sh", "the compgen grid (short or paper budget), resumable"),
+    "compgen-run": ("compgen_run:main", "one preset on one compgen task, per seed"),
+    "cogs-tagging-run": ("cogs_tagging_run:main", "COGS as sequence tagging, per seed"),
+    "grid": ("grid:main", "the compgen grid (short or paper budget), resumable"),
     "tagging-variants": (
-        "tagging_variants",
-        "cogs-tagging-variants.sh",
+        "tagging_variants:main",
         "variants of the tuned COGS tagging model at the paper budget",
     ),
-    "report": ("report", None, "compgen: the grid report; nmt, lm: a study's results document"),
+    "study-nmt": ("studies:main_nmt", "the Multi30k En-De study (compare-nmt.sh), resumable"),
+    "study-lm": ("studies:main_lm", "the WikiText-2 LM study (compare-lm.sh), resumable"),
+    "report": ("report:main", "compgen: the grid report; nmt, lm: a study's results document"),
 }
 
 USAGE = "Usage: scripts/experiment.py SUBCOMMAND [options]   (or python -m plugin_tools.experiments)\n\n"
-USAGE += "".join(f"  {name:<18}{what}\n" for name, (_, _, what) in SUBCOMMANDS.items())
+USAGE += "".join(f"  {name:<18}{what}\n" for name, (_, what) in SUBCOMMANDS.items())
 USAGE += "\nSUBCOMMAND --help: its options.\n"
 
 
@@ -42,8 +39,9 @@ def main(argv=None):
     if name not in SUBCOMMANDS:
         print(f"experiment.py: unknown subcommand {name} (see --help)", file=sys.stderr)
         return 2
-    module = importlib.import_module(f"{__package__}.{SUBCOMMANDS[name][0]}")
+    module_name, function = SUBCOMMANDS[name][0].split(":")
+    body = getattr(importlib.import_module(f"{__package__}.{module_name}"), function)
     prog, usage = name, f"scripts/experiment.py {name}"
     if called_as:
         prog, usage = called_as, f"scripts/{called_as}"
-    return runs.main_of(prog, lambda a: module.main(a, prog=prog, usage=usage), rest)
+    return runs.main_of(prog, lambda a: body(a, prog=prog, usage=usage), rest)

@@ -1,0 +1,135 @@
+"""`study-nmt` and `study-lm`: the issue-14 studies, one command each (scripts/study-nmt.sh and
+scripts/study-lm.sh are wrappers of them): prepare the data once, then run the comparison
+pipeline (scripts/compare-nmt.sh / compare-lm.sh, which trains, evaluates and writes the results
+document with `report nmt|lm`)."""
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from . import runs
+from .runs import ROOT, ExperimentError
+
+NMT_USAGE = """\
+Usage: {usage} [--out DIR] [--seeds LIST] [--doc FILE] [--smoke] [--threads N]
+                            [-- compare-nmt.sh options]
+
+The Multi30k English->German study, resumable (run the same command again after an interruption:
+finished systems/seeds are skipped, unfinished training resumes from checkpoint_last.pt):
+  1. data: scripts/prepare-multi30k.sh data-bin/multi30k.en-de --src en --tgt de (once);
+  2. scripts/compare-nmt.sh with configs/nmt/multi30k-ende-{{baseline,compositional,
+     graph-halfdim-weightgate,graph-best}}.sh (graph-best picks sum or self-gate on validation),
+     --tensorboard, per seed; paired bootstrap/approximate randomization on BLEU, chrF, tok-BLEU;
+  3. scripts/study-report.py nmt: the results document with tables, curves, commands, machine.
+
+  --out DIR     study folder (default outputs/study-nmt; with --smoke outputs/study-nmt-smoke)
+  --seeds LIST  training seeds, comma-separated (default 1; 1,2 when the budget allows)
+  --doc FILE    results document (default docs/results-nmt.md; with --smoke
+                OUT/results-nmt.md, so a smoke run never replaces the results)
+  --smoke       pipeline check at a tiny budget: 1000 training / 100 evaluation sentences
+                (data-bin/multi30k.en-de-smoke), 2 epochs (selection: 1), 200 bootstrap
+                resamples, 500 randomization trials; the document is labelled
+                "smoke run, not results"
+  --threads N   OMP_NUM_THREADS for training and decoding (default: the environment's, else 1)
+Options after `--` go to scripts/compare-nmt.sh (e.g. -- --train-args "--max-epoch 20").
+"""
+
+LM_USAGE = """\
+Usage: {usage} [--out DIR] [--doc FILE] [--smoke] [--threads N] [-- compare-lm.sh options]
+
+The WikiText-2 language-modelling study, resumable (run the same command again after an
+interruption: a finished system is skipped, an unfinished one resumes from checkpoint_last.pt):
+  1. data: scripts/prepare-wikitext.sh 2 --out data-bin/wikitext-2 (once);
+  2. scripts/compare-lm.sh configs/lm/wikitext2-study-{{baseline,compositional}}.sh
+     --context-window 128 --tensorboard: same tokens for both, perplexity of the best
+     checkpoint on the full valid and test subsets with fairseq-eval-lm --context-window;
+  3. scripts/study-report.py lm: the results document (tables, curves, commands, machine).
+
+  --out DIR     study folder (default outputs/study-lm; with --smoke outputs/study-lm-smoke)
+  --doc FILE    results document (default docs/results-lm.md; with --smoke
+                OUT/results-lm.md, so a smoke run never replaces the results)
+  --smoke       pipeline check at a tiny budget: 3000 training / 300 evaluation lines
+                (data-bin/wikitext-2-smoke), 60 updates, validation every 30; the document is
+                labelled "smoke run, not results"
+  --threads N   OMP_NUM_THREADS for training and evaluation (default: the environment's, else 1)
+Options after `--` go to scripts/compare-lm.sh (e.g. -- --train-args "--max-update 3000").
+"""
+
+NMT_SYSTEMS = ("baseline", "compositional", "graph-halfdim-weightgate", "graph-best")
+
+
+def parse(kind, argv, usage):
+    p = runs.Parser((NMT_USAGE if kind == "nmt" else LM_USAGE).format(usage=usage))
+    p.add_argument("--out")
+    p.add_argument("--doc")
+    p.add_argument("--smoke", action="store_true")
+    p.add_argument("--threads", default=os.environ.get("OMP_NUM_THREADS", "1"))
+    if kind == "nmt":
+        p.add_argument("--seeds", default="1")
+    args = p.parse_with_extra(argv)
+    args.threads = runs.check_positive(args.threads, "--threads")
+    if kind == "nmt" and not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", args.seeds):
+        raise ExperimentError("--seeds needs comma-separated positive integers (e.g. 1,2)")
+    return args
+
+
+def plan(kind, args):
+    """(data folder, its preparation command, the comparison command) of a study."""
+    smoke = "-smoke" if args.smoke else ""
+    args.out = args.out or f"outputs/study-{kind}{smoke}"
+    if args.doc is None:  # a smoke run's document goes into OUT: it never replaces the results
+        args.doc = f"{args.out}/results-{kind}.md" if args.smoke else f"docs/results-{kind}.md"
+    if kind == "nmt":
+        data = f"data-bin/multi30k.en-de{smoke}"
+        prepare = ["bash", "scripts/prepare-multi30k.sh", data, "--src", "en", "--tgt", "de"]
+        prepare += ["--max-train-lines", "1000", "--max-eval-lines", "100"] if args.smoke else []
+        cfgs = [f"configs/nmt/multi30k-ende-{s}.sh" for s in NMT_SYSTEMS]
+        compare = ["bash", "scripts/compare-nmt.sh", *cfgs, "--data", f"{data}/bin"]
+        compare += ["--out", args.out, "--seeds", args.seeds, "--tensorboard", "--doc", args.doc]
+        if args.smoke:
+            compare += ["--train-args", "--max-epoch 2", "--select-epochs", "1"]
+            compare += ["--resamples", "200", "--trials", "500", "--smoke"]
+        return data, f"{data}/bin/dict.de.txt", prepare, compare
+    data = f"data-bin/wikitext-2{smoke}"
+    prepare = ["bash", "scripts/prepare-wikitext.sh", "2", "--out", data]
+    prepare += ["--max-train-lines", "3000", "--max-eval-lines", "300"] if args.smoke else []
+    cfgs = [f"configs/lm/wikitext2-study-{s}.sh" for s in ("baseline", "compositional")]
+    compare = ["bash", "scripts/compare-lm.sh", *cfgs, "--data", f"{data}/bin", "--out", args.out]
+    compare += ["--context-window", "128", "--tensorboard", "--doc", args.doc]
+    if args.smoke:
+        compare += [
+            "--train-args",
+            "--max-update 60 --validate-interval-updates 30 --save-interval-updates 30 "
+            "--warmup-updates 20",
+            "--smoke",
+        ]
+    return data, f"{data}/bin/dict.txt", prepare, compare
+
+
+def run_study(kind, argv, prog, usage):
+    args = parse(kind, argv, usage)
+    runs.tool_environment(args.threads)
+    os.chdir(ROOT)  # the defaults and the configs are relative to the checkout
+    data, marker, prepare, compare = plan(kind, args)
+    if not Path(marker).is_file():
+        runs.say(prog, f"preparing {data}")
+        if subprocess.run(prepare, stdout=sys.stderr).returncode != 0:
+            raise ExperimentError(f"data preparation failed ({' '.join(prepare[1:])})")
+    # The exact command, for the results document.
+    invocation = ["bash", usage] if usage.endswith(".sh") else usage.split()
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    line = " ".join(shlex.quote(a) for a in [*invocation, *argv])
+    Path(args.out, "study-invocation.txt").write_text(line + " \n")
+    sys.stdout.flush()
+    os.execvp("bash", compare + args.extra)
+
+
+def main_nmt(argv, prog="study-nmt", usage="scripts/experiment.py study-nmt"):
+    return run_study("nmt", argv, prog, usage)
+
+
+def main_lm(argv, prog="study-lm", usage="scripts/experiment.py study-lm"):
+    return run_study("lm", argv, prog, usage)
