@@ -11,6 +11,8 @@ import shutil
 import subprocess
 import sys
 
+import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
+
 from plugin_tools.cli import OneLineParser
 
 

@@ -5,7 +5,8 @@
   versions         "torch X fairseq Y" after importing torch, fairseq and the plugin (setup.sh's check)
 
 Used by scripts/lib/common.sh (cuda_devices), scripts/setup.sh and .ci/run, so that no script
-carries Python inline.
+carries Python inline. Standard library and torch only (no plugin_tools): a broken install must not
+read as "no CUDA device".
 """
 
 import argparse

@@ -128,10 +128,10 @@ compare_option() {
   esac
 }
 
-# compare_options_done: at least one CONFIG (else the usage, exit 2); `extra`, the words of
+# compare_options_done: at least one CONFIG (else a one-line usage error); `extra`, the words of
 # --train-args
 compare_options_done() {
-  [[ ${#configs[@]} -ge 1 ]] || { usage >&2; exit 2; }
+  [[ ${#configs[@]} -ge 1 ]] || die_usage "needs at least one CONFIG"
   extra=()
   if [[ -n $extra_str ]]; then read -r -a extra <<<"$extra_str"; fi
 }
