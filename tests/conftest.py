@@ -7,6 +7,7 @@ one summary line naming what is missing and the command that fetches it; with
 FAIRSEQ_PLUGINS_REQUIRE_CORPORA=1 (.ci/run) it fails instead.
 """
 
+import gzip
 import os
 import re
 import subprocess
@@ -278,3 +279,24 @@ def demo_bin(demo_raw, tmp_path_factory):
         + ["--workers", "1"]
     )
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_tags(cogs_data, tmp_path_factory):
+    """cogs-tags.py on slices of COGS: 300 train, 40 valid/test, 60 gen (several categories)."""
+    out = tmp_path_factory.mktemp("cogs_tags")
+    raw = out / "raw"
+    raw.mkdir()
+    for name, source, n in (("train", "train.tsv", 300), ("valid", "dev.tsv", 40)):
+        lines = (cogs_data / source).read_text().splitlines()[:n]
+        (raw / f"{name}.tsv").write_text("\n".join(lines) + "\n")
+    (raw / "test.tsv").write_text("\n".join((cogs_data / "test.tsv").read_text().splitlines()[:40]))
+    with gzip.open(cogs_data / "gen.tsv.gz", "rt") as f:
+        gen = f.read().splitlines()
+    (raw / "gen.tsv").write_text("\n".join(gen[::350][:60]) + "\n")
+    run(
+        [sys.executable, ROOT / "scripts" / "cogs-tags.py", "--outdir", out / "data"]
+        + [f"{s}={raw / s}.tsv" for s in ("train", "valid", "test", "gen")]
+        + ["--parent", "relative"]  # the task decodes either encoding
+    )
+    return out / "data"

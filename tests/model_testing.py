@@ -76,10 +76,67 @@ def assert_padding_invariant(model):
             torch.testing.assert_close(batched[b : b + 1], alone, atol=2e-5, rtol=1e-5)
 
 
-def tiny_model(arch_args, std=0.2):
-    """A TINY model of ARCH_ARGS, seeded, its weights randomized (std), in evaluation mode."""
+def tiny_model(arch_args, std=0.2, lm=False):
+    """A TINY model of ARCH_ARGS (a language model: ARCH_ARGS alone), seeded, its weights
+    randomized (std), in evaluation mode."""
     from attention_testing import randomize
 
     torch.manual_seed(0)
-    model, _ = build(arch_args + TINY)
+    model, _ = build(arch_args if lm else arch_args + TINY, lm=lm)
     return randomize(model, std=std).eval()
+
+
+# Whole models of the numerical-safety and dtype tests (with TINY).
+MODELS = {
+    "stock": ["--arch", "variant_transformer"],
+    "compositional-rel2-eb-copy": ["--arch", "compgen_rel2_eb_c", "--attention-type"]
+    + ["compositional", "--num-searches", "2", "--num-retrievals", "2", "--rel-pos-radius", "1"],
+    "graph-self-gate-half": ["--arch", "graph_transformer", "--graph-fusion", "self-gate"]
+    + ["--graph-half-dim", "--rel-pos", "b"],
+}
+
+
+# -- the COGS tagging model (tagging_transformer) on a stand-in task --------------------------------
+COGS_E0 = "A rose was helped by a dog ."
+COGS_E2 = "The girl offered the weapon beside a machine to a chicken ."
+TAGGING_TINY = ["--encoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32"]
+TAGGING_TINY += ["--encoder-attention-heads", "2", "--dropout", "0"]
+
+
+def tagging_task(longest=12):
+    """A stand-in for the cogs_tagging task: the words of COGS_E0 and COGS_E2, small tag
+    vocabularies, the task's own scoring methods."""
+    src = Dictionary()
+    for w in (COGS_E0 + " " + COGS_E2).split():
+        src.add_symbol(w)
+    tag_dicts = {}
+    for row, values in {
+        "role": ["_", "agent", "theme", "recipient", "PREP", "PP_NOUN"],
+        "category": ["_", "CNOUN", "PNOUN", "VERB"],
+        "noun_type": ["_", "DEF", "INDEF"],
+        "verb_name": ["_", "help", "offer"],
+    }.items():
+        d = Dictionary()
+        for v in values:
+            d.add_symbol(v)
+        tag_dicts[row] = d
+    from fairseq_plugins.tasks.cogs_tagging import CogsTaggingTask
+
+    task = SimpleNamespace(source_dictionary=src, tag_dicts=tag_dicts, longest=longest)
+    for name in ("score", "predicted_rows", "gold_rows"):  # the task's own scoring code
+        setattr(task, name, getattr(CogsTaggingTask, name).__get__(task))
+    return task
+
+
+def build_tagging(arch_args, task=None):
+    """(tagging_transformer model, args, task) of ARCH_ARGS, built as fairseq-train builds it."""
+    from fairseq_plugins.models.tagging_transformer import TaggingTransformerModel
+
+    utils.import_user_module(SimpleNamespace(user_dir=USER_DIR))
+    task = task or tagging_task()
+    parser = options.get_training_parser(default_task="cogs_tagging")
+    args = options.parse_args_and_arch(
+        parser, ["/nonexistent", "--task", "cogs_tagging", "--user-dir", USER_DIR] + arch_args
+    )
+    torch.manual_seed(0)
+    return TaggingTransformerModel.build_model(args, task), args, task

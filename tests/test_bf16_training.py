@@ -7,14 +7,12 @@ import math
 import re
 
 import pytest
-import test_cogs_tagging_model
 import torch
 from conftest import fairseq_train, run
 
 from fairseq_plugins.compat.bf16_without_tpu import _tpu_requested
 
 pytestmark = pytest.mark.slow
-tiny_tags = test_cogs_tagging_model.tiny_tags  # the fixture: tagging data from 300 COGS sentences
 
 UPDATES = 3
 TINY = ["--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim", "32"]

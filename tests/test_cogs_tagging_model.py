@@ -12,62 +12,22 @@ import torch
 from attention_testing import randomize
 from conftest import ROOT, USER_DIR, fairseq_train, run
 from fairseq import options, utils
-from fairseq.data import Dictionary
+from model_testing import COGS_E0, COGS_E2, TAGGING_TINY, build_tagging, tagging_task
 
-from plugin_tools import cogs_tags as ct
-from plugin_tools.tagging_accuracy import format_table, score_tagging
 from fairseq_plugins.modules.parent_heads import (
     INVALID_PARENT,
     AttentionParentHead,
     LinearParentHead,
 )
+from plugin_tools import cogs_tags as ct
+from plugin_tools.tagging_accuracy import format_table, score_tagging
 
-E0 = "A rose was helped by a dog ."
 E0_LF = "rose ( x _ 1 ) AND help . theme ( x _ 3 , x _ 1 ) AND help . agent ( x _ 3 , x _ 6 ) AND dog ( x _ 6 )"
-E2 = "The girl offered the weapon beside a machine to a chicken ."
 E2_LF = (
     "* girl ( x _ 1 ) ; * weapon ( x _ 4 ) ; offer . agent ( x _ 2 , x _ 1 ) AND offer . theme "
     "( x _ 2 , x _ 4 ) AND offer . recipient ( x _ 2 , x _ 10 ) AND weapon . nmod . beside "
     "( x _ 4 , x _ 7 ) AND machine ( x _ 7 ) AND chicken ( x _ 10 )"
 )
-TINY = ["--encoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32"]
-TINY += ["--encoder-attention-heads", "2", "--dropout", "0"]
-
-
-def fake_task(longest=12):
-    src = Dictionary()
-    for w in (E0 + " " + E2).split():
-        src.add_symbol(w)
-    tag_dicts = {}
-    for row, values in {
-        "role": ["_", "agent", "theme", "recipient", "PREP", "PP_NOUN"],
-        "category": ["_", "CNOUN", "PNOUN", "VERB"],
-        "noun_type": ["_", "DEF", "INDEF"],
-        "verb_name": ["_", "help", "offer"],
-    }.items():
-        d = Dictionary()
-        for v in values:
-            d.add_symbol(v)
-        tag_dicts[row] = d
-    from fairseq_plugins.tasks.cogs_tagging import CogsTaggingTask
-
-    task = SimpleNamespace(source_dictionary=src, tag_dicts=tag_dicts, longest=longest)
-    for name in ("score", "predicted_rows", "gold_rows"):  # the task's own scoring code
-        setattr(task, name, getattr(CogsTaggingTask, name).__get__(task))
-    return task
-
-
-def build(arch_args, task=None):
-    from fairseq_plugins.models.tagging_transformer import TaggingTransformerModel
-
-    utils.import_user_module(SimpleNamespace(user_dir=USER_DIR))
-    task = task or fake_task()
-    parser = options.get_training_parser(default_task="cogs_tagging")
-    args = options.parse_args_and_arch(
-        parser, ["/nonexistent", "--task", "cogs_tagging", "--user-dir", USER_DIR] + arch_args
-    )
-    torch.manual_seed(0)
-    return TaggingTransformerModel.build_model(args, task), args, task
 
 
 def sample_for(task, sentences):
@@ -99,7 +59,7 @@ def test_linear_parent_classes_are_the_official_ones_and_decode_back(kind):
     longest = 12
     head = LinearParentHead(kind, 8, longest)
     assert head.num_classes == (longest + 2 if kind == "absolute" else 2 * longest)
-    rows = [ct.lf_to_tags(E0, E0_LF).parent, ct.lf_to_tags(E2, E2_LF).parent]
+    rows = [ct.lf_to_tags(COGS_E0, E0_LF).parent, ct.lf_to_tags(COGS_E2, E2_LF).parent]
     parents = torch.full((2, 12), -100)
     for b, row in enumerate(rows):
         parents[b, : len(row)] = torch.tensor(row)
@@ -159,27 +119,29 @@ def test_attention_head_without_relative_positions_has_no_tables():
 
 
 def test_presets_structure():
-    model, args, _ = build(["--arch", "cogs_tagging_tuned"])
+    model, args, _ = build_tagging(["--arch", "cogs_tagging_tuned"])
     assert (args.encoder_layers, args.encoder_embed_dim, args.encoder_ffn_embed_dim) == (2, 64, 256)
     assert args.encoder_attention_heads == 4 and args.share_encoder_layers
     assert args.rel_pos == "eb" and args.rel_pos_radius == 16 and args.parent_head == "attention"
     assert args.no_token_positional_embeddings and not args.encoder_normalize_before
     assert model.encoder.layers[0].fc1.weight is model.encoder.layers[1].fc1.weight
     assert model.parent_head.rel_pos.embeddings.shape == (33, 64)  # a table of dim d
-    base, args, task = build(["--arch", "cogs_tagging_base"])
+    base, args, task = build_tagging(["--arch", "cogs_tagging_base"])
     assert args.parent_head == "absolute" and args.rel_pos == "none"
     assert base.encoder.embed_positions is not None  # sinusoidal absolute positions
     assert base.parent_head.proj.out_features == task.longest + 2
     assert not hasattr(base, "decoder")
-    _, args, _ = build(["--arch", "cogs_tagging_rel_eb", "--parent-head", "relative"])
+    _, args, _ = build_tagging(["--arch", "cogs_tagging_rel_eb", "--parent-head", "relative"])
     assert args.rel_pos == "eb" and not args.share_encoder_layers and args.parent_head == "relative"
 
 
 def test_sentences_longer_than_the_linear_parent_head_are_refused():
     from plugin_tools.errors import PluginConfigError
 
-    model, _, task = build(["--arch", "cogs_tagging_base", "--tagging-longest", "10"] + TINY)
-    sample = sample_for(task, [(E2, E2_LF)])  # 12 tokens
+    model, _, task = build_tagging(
+        ["--arch", "cogs_tagging_base", "--tagging-longest", "10"] + TAGGING_TINY
+    )
+    sample = sample_for(task, [(COGS_E2, E2_LF)])  # 12 tokens
     with pytest.raises(
         PluginConfigError, match="12 tokens is longer than the 10 .*--tagging-longest"
     ):
@@ -191,9 +153,11 @@ def test_official_init_is_the_notebooks_keras_defaults():
     heads Glorot-uniform with zero biases; the default keeps fairseq's normal(0, d^-0.5)."""
     import math
 
-    task = fake_task()
-    fairseq_model, _, _ = build(["--arch", "cogs_tagging_tuned"], task)
-    official, args, _ = build(["--arch", "cogs_tagging_tuned", "--tagging-init", "official"], task)
+    task = tagging_task()
+    fairseq_model, _, _ = build_tagging(["--arch", "cogs_tagging_tuned"], task)
+    official, args, _ = build_tagging(
+        ["--arch", "cogs_tagging_tuned", "--tagging-init", "official"], task
+    )
     assert args.tagging_init == "official"
     emb = official.encoder.embed_tokens.weight
     pad = official.encoder.padding_idx
@@ -217,7 +181,7 @@ def test_tagging_model_refuses_the_copy_decoder():
     from plugin_tools.errors import PluginConfigError
 
     with pytest.raises(PluginConfigError, match="--copy-decoder"):
-        build(["--arch", "cogs_tagging_base", "--copy-decoder"])
+        build_tagging(["--arch", "cogs_tagging_base", "--copy-decoder"])
 
 
 @pytest.mark.parametrize(
@@ -231,11 +195,11 @@ def test_tagging_model_refuses_the_copy_decoder():
     ids=["base", "tuned", "rel-eb-s-relative", "tuned-compositional"],
 )
 def test_outputs_are_padding_invariant(arch):
-    model, _, task = build(arch + TINY)
+    model, _, task = build_tagging(arch + TAGGING_TINY)
     model = randomize(model, std=0.3).eval()
-    sample = sample_for(task, [(E0, E0_LF), (E2, E2_LF)])
+    sample = sample_for(task, [(COGS_E0, E0_LF), (COGS_E2, E2_LF)])
     src = sample["net_input"]["src_tokens"]
-    assert src[0, 8:].eq(task.source_dictionary.pad()).all()  # E0 right-padded to 12
+    assert src[0, 8:].eq(task.source_dictionary.pad()).all()  # COGS_E0 right-padded to 12
     with torch.no_grad():
         batched = model(**sample["net_input"])
         alone = model(src[:1, :8], sample["net_input"]["src_lengths"][:1])
@@ -251,9 +215,11 @@ def test_outputs_are_padding_invariant(arch):
 def test_criterion_is_the_sum_of_five_cross_entropies(kind):
     from fairseq_plugins.criterions.cogs_tagging import CogsTaggingCriterion
 
-    model, _, task = build(["--arch", "cogs_tagging_base", "--parent-head", kind] + TINY)
+    model, _, task = build_tagging(
+        ["--arch", "cogs_tagging_base", "--parent-head", kind] + TAGGING_TINY
+    )
     model = randomize(model, std=0.3).train()
-    sample = sample_for(task, [(E0, E0_LF), (E2, E2_LF)])
+    sample = sample_for(task, [(COGS_E0, E0_LF), (COGS_E2, E2_LF)])
     criterion = CogsTaggingCriterion(task)
     torch.manual_seed(3)
     loss, sample_size, log = criterion(model, sample)
@@ -262,7 +228,7 @@ def test_criterion_is_the_sum_of_five_cross_entropies(kind):
     # by hand: official classes, -log softmax at the target, summed over real tokens and heads
     hand = 0.0
     L = task.longest
-    for b, (sentence, lf) in enumerate([(E0, E0_LF), (E2, E2_LF)]):
+    for b, (sentence, lf) in enumerate([(COGS_E0, E0_LF), (COGS_E2, E2_LF)]):
         tags = ct.lf_to_tags(sentence, lf)
         strings = ct.tags_to_strings(tags)
         for i, p in enumerate(tags.parent):
@@ -276,7 +242,7 @@ def test_criterion_is_the_sum_of_five_cross_entropies(kind):
             for row in ("role", "category", "noun_type", "verb_name"):
                 idx = task.tag_dicts[row].index(strings[row][i])
                 hand -= torch.log_softmax(out[row][b, i], -1)[idx].item()
-    assert sample_size == len(E0.split()) + len(E2.split()) == sample["ntokens"]
+    assert sample_size == len(COGS_E0.split()) + len(COGS_E2.split()) == sample["ntokens"]
     assert loss.item() == pytest.approx(hand, rel=1e-5)
     assert sum(log[f"loss_{r}"].item() for r in ct.Tags._fields) == pytest.approx(loss.item())
     assert "_scored" not in log  # metrics only in evaluation
@@ -289,8 +255,8 @@ def test_criterion_is_the_sum_of_five_cross_entropies(kind):
 
 
 def test_task_scores_tags_and_logical_forms_separately():
-    _, _, task = build(["--arch", "cogs_tagging_base"] + TINY)
-    sample = sample_for(task, [(E0, E0_LF), (E2, E2_LF)])
+    _, _, task = build_tagging(["--arch", "cogs_tagging_base"] + TAGGING_TINY)
+    sample = sample_for(task, [(COGS_E0, E0_LF), (COGS_E2, E2_LF)])
     gold = {k: v.clone() for k, v in sample["target"].items()}
     gold["parent"] = gold["parent"].masked_fill(gold["parent"] == -100, -1)
     score = task.score
@@ -329,29 +295,6 @@ def test_scores_per_category():
 
 
 # ------------------------------------------------------------------------------- end to end
-
-
-@pytest.fixture(scope="module")
-def tiny_tags(cogs_data, tmp_path_factory):
-    """cogs-tags.py on slices of COGS: 300 train, 40 valid/test, 60 gen (several categories)."""
-    import gzip
-
-    out = tmp_path_factory.mktemp("cogs_tags")
-    raw = out / "raw"
-    raw.mkdir()
-    for name, source, n in (("train", "train.tsv", 300), ("valid", "dev.tsv", 40)):
-        lines = (cogs_data / source).read_text().splitlines()[:n]
-        (raw / f"{name}.tsv").write_text("\n".join(lines) + "\n")
-    (raw / "test.tsv").write_text("\n".join((cogs_data / "test.tsv").read_text().splitlines()[:40]))
-    with gzip.open(cogs_data / "gen.tsv.gz", "rt") as f:
-        gen = f.read().splitlines()
-    (raw / "gen.tsv").write_text("\n".join(gen[::350][:60]) + "\n")
-    run(
-        [sys.executable, ROOT / "scripts" / "cogs-tags.py", "--outdir", out / "data"]
-        + [f"{s}={raw / s}.tsv" for s in ("train", "valid", "test", "gen")]
-        + ["--parent", "relative"]  # the task decodes either encoding
-    )
-    return out / "data"
 
 
 @pytest.mark.slow
@@ -468,7 +411,7 @@ def seq2seq_encoder(arch_args):
     args = options.parse_args_and_arch(
         parser, ["/nonexistent", "--task", "translation", "--user-dir", USER_DIR] + arch_args
     )
-    src = fake_task().source_dictionary
+    src = tagging_task().source_dictionary
     task = SimpleNamespace(source_dictionary=src, target_dictionary=src)
     return VariantTransformerModel.build_model(args, task).encoder
 
@@ -488,7 +431,7 @@ def test_grid_tagging_models_have_the_rows_encoders():
             continue
         source = arch[1:] if arch.startswith("=") else row
         arch, extra = tagging[source]
-        tagger, args, _ = build(["--arch", arch] + extra.split())
+        tagger, args, _ = build_tagging(["--arch", arch] + extra.split())
         encoder = seq2seq_encoder(["--arch", row] + rows[row].split())
         assert str(tagger.encoder) == str(encoder), row
         shapes = [(n, tuple(p.shape)) for n, p in tagger.encoder.named_parameters()]
@@ -511,7 +454,7 @@ def test_grid_row_run_records_one_grid_line_and_resumes(cogs_data, tmp_path):
     with gzip.open(cogs_data / "gen.tsv.gz", "rt") as f:
         (raw / "gen.tsv").write_text("\n".join(f.read().splitlines()[::525][:40]) + "\n")
     out = tmp_path / "out"
-    opts = ["--cpu", *TINY, "--save-interval-updates", "2", "--keep-interval-updates", "1"]
+    opts = ["--cpu", *TAGGING_TINY, "--save-interval-updates", "2", "--keep-interval-updates", "1"]
     opts += ["--save-interval", "1000000", "--validate-interval", "1000000", "--log-interval", "1"]
 
     def tag_run(csv_path, updates=4):
@@ -585,7 +528,7 @@ def test_paper_budget_epochs_and_final_checkpoint(cogs_data, tmp_path):
         lines = src.read_text().splitlines()[:n]
         (raw / f"{name}.tsv").write_text("\n".join(lines) + "\n")
     out, results = tmp_path / "out", tmp_path / "r.csv"
-    opts = ["--cpu", *TINY, "--validate-interval-updates", "3", "--log-interval", "1"]
+    opts = ["--cpu", *TAGGING_TINY, "--validate-interval-updates", "3", "--log-interval", "1"]
     proc = run(
         ["bash", ROOT / "scripts" / "cogs-tagging-run.sh", "cogs_tagging_base", "--grid-row", "x"]
         + ["--epochs", "2", "--report-checkpoint", "last", "--raw-dir", raw, "--out", out]

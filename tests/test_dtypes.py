@@ -10,25 +10,27 @@ dtype bug (a mask or table left in float32, a NaN from a non-finite mask) is ord
 test also checks that the custom path it names actually ran (a spy on the autograd function).
 """
 
-import copy
-
 import pytest
 import torch
-from attention_testing import causal_mask, padding_mask, randomize
-from model_testing import TINY, batch, build
-from test_numerical_safety import (
+from attention_testing import (
     FUSIONS,
     KDIM,
     KINDS,
-    MODELS,
     D,
+    assert_close_to_float32,
+    assert_grads_close,
+    attention_matches_float32,
+    causal_mask,
     copy_case,
-    forward_backward,
     graph_forward_backward,
     graph_layer,
+    in_dtype,
     inputs,
     make_attention,
+    padding_mask,
+    randomize,
 )
+from model_testing import MODELS, TINY, batch, build
 
 from fairseq_plugins.modules import band_kernels, compositional_attention
 from fairseq_plugins.modules.copy_generator import COPY_PROJECTIONS, CopyGenerator
@@ -36,37 +38,6 @@ from fairseq_plugins.modules.parent_heads import AttentionParentHead
 
 HALF = [torch.float16, torch.bfloat16]
 HALF_IDS = ["fp16", "bf16"]
-
-
-def tolerance(dtype):
-    """8 machine epsilons; float32 (CUDA against CPU: other kernels, other summation orders):
-    1e-4."""
-    return 1e-4 if dtype == torch.float32 else 8 * torch.finfo(dtype).eps
-
-
-def assert_close_to_float32(out, reference, dtype, what=""):
-    assert out.dtype in (dtype, torch.float32), (what, out.dtype)  # float32: mixes, log-probs
-    assert bool(torch.isfinite(out).all()), f"{what}: non-finite values in {dtype}"
-    tol = tolerance(dtype)
-    out, reference = out.detach().cpu().float(), reference.detach().cpu().float()
-    torch.testing.assert_close(out, reference, atol=tol, rtol=tol, msg=what)
-
-
-def assert_grads_close(grads, reference, dtype, factor=1):
-    """Each gradient within ``factor * tolerance`` times the largest reference gradient
-    (factor 4 for a whole model's training step: bf16 on CPU reached 0.14 of the largest
-    gradient, 2.2 tolerances, through 3+2 layers and tied embeddings)."""
-    scale = max(r.abs().max().item() for r in reference if r is not None)
-    for index, (g, r) in enumerate(zip(grads, reference, strict=True)):
-        if r is None:
-            continue
-        assert g.dtype == dtype and bool(torch.isfinite(g).all()), (index, g.dtype)
-        error = (g.cpu().float() - r.cpu()).abs().max().item()
-        assert error <= factor * tolerance(dtype) * scale, (index, error, scale)
-
-
-def in_dtype(module, dtype, device="cpu"):
-    return copy.deepcopy(module).to(device, dtype)
 
 
 def spy(monkeypatch, function):
@@ -80,30 +51,6 @@ def spy(monkeypatch, function):
 
     monkeypatch.setattr(function, "apply", counting)
     return calls
-
-
-def attention_matches_float32(
-    m, dtype, x, kv, kpm, attn_mask=None, need_weights=False, device="cpu"
-):
-    """m's forward and backward in ``dtype`` on ``device`` against float32 on CPU (kv None:
-    self-attention)."""
-    ref, ref_weights, ref_grads = forward_backward(m, x, kv, kpm, attn_mask, need_weights)
-
-    def moved(t, dtype=dtype):
-        return t.to(device, dtype) if t is not None else None
-
-    out, weights, grads = forward_backward(
-        in_dtype(m, dtype, device),
-        moved(x),
-        moved(kv),
-        moved(kpm, torch.bool),
-        moved(attn_mask),
-        need_weights,
-    )
-    assert_close_to_float32(out, ref, dtype, "output")
-    if need_weights:
-        assert_close_to_float32(weights, ref_weights, dtype, "attention weights")
-    assert_grads_close(grads, ref_grads, dtype)
 
 
 @pytest.mark.parametrize("dtype", HALF, ids=HALF_IDS)

@@ -1,6 +1,6 @@
 """scripts/gpu-check.sh on a machine without CUDA (one line, exit 0), its report writer
-(scripts/gpu-report.py over plugin_tools/gpu_report.py), and the checks of tests/test_cuda.py run
-on CPU, so that the GPU path's tests keep working where no GPU is."""
+(scripts/gpu-report.py over plugin_tools/gpu_report.py), and the checks of tests/test_cuda.py
+(tests/device_checks.py) run on CPU, so that the GPU path's tests keep working where no GPU is."""
 
 import json
 import os
@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 from conftest import ROOT, run
-from test_cuda import (
+from device_checks import (
     CONFIGS,
     check_attention_paths,
     check_incremental_decoding,

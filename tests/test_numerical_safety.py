@@ -5,74 +5,34 @@ outputs, padding invariance, incremental decoding equal to the full pass."""
 
 import pytest
 import torch
-from attention_testing import causal_mask, decode_step_by_step, padding_mask, randomize
-from fairseq.models.transformer import TransformerConfig
-from fairseq.modules import MultiheadAttention
+from attention_testing import (
+    FUSIONS,
+    KDIM,
+    KINDS,
+    D,
+    causal_mask,
+    copy_case,
+    decode_step_by_step,
+    forward_backward,
+    graph_forward_backward,
+    graph_layer,
+    inputs,
+    make_attention,
+    padding_mask,
+    randomize,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from model_testing import TINY, build
+from model_testing import MODELS, TINY, build
 
-from fairseq_plugins.modules.compositional_attention import CompositionalAttention
 from fairseq_plugins.modules.copy_generator import CopyGenerator
-from fairseq_plugins.modules.graph_encoder import GraphEncoderLayer
-from fairseq_plugins.modules.relative_positions import build_relative_positions
-from fairseq_plugins.modules.sdpa_multihead_attention import SDPAMultiheadAttention
-from fairseq_plugins.variant_config import VariantConfig
 
-D, H, KDIM = 16, 4, 12  # KDIM: encoder width seen by cross-attention
-KINDS = ["multihead", "rel-e", "rel-b", "rel-eb", "comp-dot", "comp-mlp", "comp-rel-eb"]
 OURS = [k for k in KINDS if k != "multihead"]  # fairseq's own MultiheadAttention is "multihead"
-FUSIONS = ["sum", "weight-gate", "self-gate"]
 PROPERTY = settings(max_examples=15, deadline=None, derandomize=True)
-
-
-def make_attention(kind, cross=False, radius=2, searches=H, retrievals=H, seed=0):
-    role = dict(encoder_decoder_attention=True, kdim=KDIM) if cross else {"self_attention": True}
-    mode = kind.rsplit("-", 1)[1] if kind.startswith("rel-") or kind == "comp-rel-eb" else "none"
-    heads = H if kind.startswith("rel-") else searches
-    rel = {"relative_positions": build_relative_positions(mode, radius, D // heads, heads)}
-    if kind == "multihead":
-        m = MultiheadAttention(D, H, vdim=role.get("kdim"), **role)
-    elif kind.startswith("rel-"):
-        m = SDPAMultiheadAttention(D, H, vdim=role.get("kdim"), **role, **rel)
-    else:
-        scoring = "mlp" if kind == "comp-mlp" else "dot"
-        m = CompositionalAttention(
-            D,
-            searches,
-            retrievals,
-            retrieval_qk_dim=8,
-            scoring=scoring,
-            mlp_hidden=8 if scoring == "mlp" else 0,
-            vdim=role.get("kdim"),
-            **role,
-            **rel,
-        )
-    return randomize(m, std=0.3, seed=seed).eval()
-
-
-def inputs(tq, tk, bsz, cross, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(tq, bsz, D, generator=gen)
-    kv = torch.randn(tk, bsz, KDIM, generator=gen) if cross else x
-    return x, kv
 
 
 def all_finite(*tensors):
     return all(bool(torch.isfinite(t).all()) for t in tensors if t is not None)
-
-
-def forward_backward(m, x, kv, kpm=None, attn_mask=None, need_weights=False):
-    x = x.detach().clone().requires_grad_(True)
-    kv_leaf = x if kv is None else kv.detach().clone().requires_grad_(True)
-    kv = kv_leaf if kv is not None else x
-    m.zero_grad()
-    out, weights = m(
-        x, kv, kv, key_padding_mask=kpm, attn_mask=attn_mask, need_weights=need_weights
-    )
-    out.float().square().mean().backward()
-    grads = [x.grad, kv_leaf.grad] + [p.grad for p in m.parameters()]
-    return out, weights, grads
 
 
 def paths(kind):
@@ -208,32 +168,6 @@ def test_property_incremental_decoding_equals_full_pass(kind, data, reorder_at):
 
 
 # -- Graph-Transformer encoder layer --------------------------------------------------------------
-def graph_layer(fusion, half=False, shared=False, pre_norm=False, attention_type="multihead"):
-    cfg = TransformerConfig()
-    cfg.encoder.embed_dim, cfg.encoder.ffn_embed_dim, cfg.encoder.attention_heads = D, 32, H
-    cfg.encoder.normalize_before = pre_norm
-    cfg.dropout = cfg.attention_dropout = 0.0
-    options = VariantConfig(
-        graph_encoder=True,
-        graph_fusion=fusion,
-        graph_half_dim=half,
-        graph_shared_qkv=shared,
-        attention_type=attention_type,
-        num_searches=2,
-        num_retrievals=2,
-    )
-    return randomize(GraphEncoderLayer(cfg, options), std=0.2).eval()
-
-
-def graph_forward_backward(layer, prev, incr, kpm):
-    prev = prev.detach().clone().requires_grad_(True)
-    incr = incr.detach().clone().requires_grad_(True)
-    layer.zero_grad()
-    out = layer(prev, incr, kpm)
-    out.float().square().mean().backward()
-    return out, [prev.grad, incr.grad] + [p.grad for p in layer.parameters()]
-
-
 @pytest.mark.parametrize("attention_type", ["multihead", "compositional"])
 @pytest.mark.parametrize("fusion", FUSIONS)
 def test_graph_layer_edge_cases_and_bf16(fusion, attention_type):
@@ -283,15 +217,6 @@ def test_property_graph_layer_finite_and_padding_invariant(
 
 
 # -- copy decoder ---------------------------------------------------------------------------------
-def copy_case(src, vocab=11, tgt_len=2, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    bsz, slen = src.shape
-    logits = torch.randn(bsz, tgt_len, vocab, generator=gen)
-    features = torch.randn(bsz, tgt_len, D, generator=gen)
-    encoder_out = torch.randn(slen, bsz, KDIM, generator=gen)
-    return logits, features, encoder_out
-
-
 def copy_forward_backward(gen, logits, features, encoder_out, pad, src):
     leaves = [t.detach().clone().requires_grad_(True) for t in (logits, features, encoder_out)]
     gen.zero_grad()
@@ -351,15 +276,6 @@ def test_property_copy_decoder_distribution_and_padding_invariance(lengths, extr
 
 
 # -- whole models ---------------------------------------------------------------------------------
-MODELS = {
-    "stock": ["--arch", "variant_transformer"],
-    "compositional-rel2-eb-copy": ["--arch", "compgen_rel2_eb_c", "--attention-type"]
-    + ["compositional", "--num-searches", "2", "--num-retrievals", "2", "--rel-pos-radius", "1"],
-    "graph-self-gate-half": ["--arch", "graph_transformer", "--graph-fusion", "self-gate"]
-    + ["--graph-half-dim", "--rel-pos", "b"],
-}
-
-
 @pytest.mark.parametrize("name", list(MODELS))
 def test_models_with_length_one_source_and_bf16(name):
     torch.manual_seed(0)
