@@ -30,22 +30,27 @@ def option(default, help_text):
     return field(default=default, metadata={"help": help_text})
 
 
+def role_option(general_flag, help_text):
+    """The option of one role (encoder, decoder, cross-attention) that, unset (None), takes the
+    value of ``general_flag``: ``VariantConfig.attention_type_for`` / ``rel_pos_for`` read it."""
+    return option(None, f"{help_text} (default: {general_flag})")
+
+
 @dataclass
 class VariantConfig(FairseqDataclass):
     attention_type: ChoiceEnum(list(ATTENTION_TYPES)) = option(
         "multihead", "attention of every layer: fairseq's multi-head or compositional"
     )
-    encoder_attention_type: Optional[str] = option(
-        None,
+    encoder_attention_type: Optional[str] = role_option(
+        "--attention-type",
         "encoder self-attention type: multihead, compositional or geometric (the "
-        "Neural Data Router's; encoder only) (default: --attention-type)",
+        "Neural Data Router's; encoder only)",
     )
-    decoder_attention_type: Optional[str] = option(
-        None, "decoder self-attention type: multihead or compositional (default: --attention-type)"
+    decoder_attention_type: Optional[str] = role_option(
+        "--attention-type", "decoder self-attention type: multihead or compositional"
     )
-    cross_attention_type: Optional[str] = option(
-        None,
-        "encoder-decoder attention type: multihead or compositional (default: --attention-type)",
+    cross_attention_type: Optional[str] = role_option(
+        "--attention-type", "encoder-decoder attention type: multihead or compositional"
     )
     num_searches: Optional[int] = option(
         None, "compositional searches S (default: the layer's heads)"
@@ -108,13 +113,11 @@ class VariantConfig(FairseqDataclass):
         "alibi (linear distance penalty, the paper's slopes), t5 (bucketed learned bias), "
         "rope (rotary q/k), nope (no positions at all); none: absolute embeddings only",
     )
-    encoder_rel_pos: Optional[str] = option(
-        None, "the --rel-pos of the encoder self-attention (default: --rel-pos)"
-    )
-    decoder_rel_pos: Optional[str] = option(
-        None,
-        "the --rel-pos of the decoder self-attention (default: --rel-pos); e.g. "
-        "nope: the decoder has no position information (Kazemnejad et al. 2023)",
+    encoder_rel_pos: Optional[str] = role_option("--rel-pos", "the encoder self-attention's")
+    decoder_rel_pos: Optional[str] = role_option(
+        "--rel-pos",
+        "the decoder self-attention's; e.g. nope: the decoder has no position information "
+        "(Kazemnejad et al. 2023)",
     )
     t5_num_buckets: int = option(32, "--rel-pos t5: buckets of the relative distance (T5: 32)")
     t5_max_distance: int = option(

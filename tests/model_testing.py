@@ -96,6 +96,19 @@ MODELS = {
 }
 
 
+def assert_lm_decodes_incrementally(model, length):
+    """A language model's step-by-step log-probabilities (incremental state) equal those of one
+    full forward, on random tokens of ``length``."""
+    tokens = torch.randint(4, 20, (2, length))
+    with torch.no_grad():
+        full = model.get_normalized_probs(model(tokens), log_probs=True)
+        state, steps = {}, []
+        for t in range(length):
+            out = model.decoder(tokens[:, : t + 1], incremental_state=state)
+            steps.append(model.get_normalized_probs(out, log_probs=True)[:, -1:])
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=2e-5, rtol=1e-5)
+
+
 # -- the COGS tagging model (tagging_transformer) on a stand-in task --------------------------------
 COGS_E0 = "A rose was helped by a dog ."
 COGS_E2 = "The girl offered the weapon beside a machine to a chicken ."

@@ -186,9 +186,9 @@ def test_incremental_decoding_equals_full_forward_and_survives_reordering(config
     torch.testing.assert_close(steps, full, atol=1e-5, rtol=1e-5)
 
 
-def test_padding_invariance():
-    torch.manual_seed(4)
-    m = make(num_searches=4, num_retrievals=2)
+def assert_self_attention_padding_invariant(m):
+    """A sentence of 4 positions attends alike alone and right-padded in a batch of 7; returns
+    it."""
     sentence = torch.randn(4, 1, D)
     alone, _ = m(sentence, sentence, sentence, need_weights=False)
     batch = torch.randn(7, 3, D)
@@ -196,6 +196,12 @@ def test_padding_invariance():
     kpm = padding_mask([7, 4, 6], 7)
     out, _ = m(batch, batch, batch, key_padding_mask=kpm, need_weights=False)
     torch.testing.assert_close(out[:4, 1:2], alone, atol=1e-5, rtol=1e-5)
+    return sentence
+
+
+def test_padding_invariance():
+    torch.manual_seed(4)
+    assert_self_attention_padding_invariant(make(num_searches=4, num_retrievals=2))
 
 
 @pytest.mark.parametrize("S,R,ds,attn_dim", [(8, 8, 32, 64), (4, 2, 16, 32), (2, 4, 8, 64)])
@@ -485,13 +491,7 @@ def test_options_padding_invariance(config):
     Gumbel noise where the config has it (noise depends on the position, not the batch row)."""
     torch.manual_seed(12)
     m = inject_noise(make(**config)).train(config.get("gumbel", False))
-    sentence = torch.randn(4, 1, D)
-    alone, _ = m(sentence, sentence, sentence, need_weights=False)
-    batch = torch.randn(7, 3, D)
-    batch[:4, 1:2] = sentence
-    kpm = padding_mask([7, 4, 6], 7)
-    out, _ = m(batch, batch, batch, key_padding_mask=kpm, need_weights=False)
-    torch.testing.assert_close(out[:4, 1:2], alone, atol=1e-5, rtol=1e-5)
+    sentence = assert_self_attention_padding_invariant(m)
 
     c = inject_noise(make(cross=True, **config)).train(config.get("gumbel", False))
     y = torch.randn(3, 2, D)

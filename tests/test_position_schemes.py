@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from attention_testing import multihead_reference
 
 from fairseq_plugins.modules.position_schemes import (
     AlibiBias,
@@ -241,30 +242,20 @@ def scheme_bias_reference(mode, rel, head, i, j):
 def attention_reference(m, mode, query, key, q_pos, k_pos, key_padding_mask=None, attn_mask=None):
     """softmax((R(i) q_i . R(j) k_j) / sqrt(d_h) + bias(i, j) + masks) v per head, plain loops."""
     rel = m.relative_positions
-    B, Tq, Tk, dh = query.size(1), query.size(0), key.size(0), m.head_dim
-    q = m.q_proj(query).view(Tq, B, H, dh)
-    k = m.k_proj(key).view(Tk, B, H, dh)
-    v = m.v_proj(key).view(Tk, B, H, dh)
-    out = torch.zeros(Tq, B, H, dh, dtype=query.dtype)
-    for b in range(B):
-        qb, kb = q[:, b], k[:, b]
-        if mode == "rope":
-            qb = rope_reference(qb.transpose(0, 1), q_pos[b], rel.base).transpose(0, 1)
-            kb = rope_reference(kb.transpose(0, 1), k_pos[b], rel.base).transpose(0, 1)
-        for h in range(H):
-            logits = torch.zeros(Tq, Tk, dtype=query.dtype)
-            for i in range(Tq):
-                for j in range(Tk):
-                    s = qb[i, h] @ kb[j, h] / math.sqrt(dh)
-                    if mode != "rope":
-                        s = s + scheme_bias_reference(mode, rel, h, q_pos[b][i], k_pos[b][j])
-                    logits[i, j] = s
-            if attn_mask is not None:
-                logits = logits + attn_mask
-            if key_padding_mask is not None:
-                logits = logits.masked_fill(key_padding_mask[b].unsqueeze(0), float("-inf"))
-            out[:, b, h] = torch.softmax(logits, -1) @ v[:, b, h]
-    return m.out_proj(out.reshape(Tq, B, H * dh))
+
+    def rotated(qb, kb, b):
+        qb = rope_reference(qb.transpose(0, 1), q_pos[b], rel.base).transpose(0, 1)
+        kb = rope_reference(kb.transpose(0, 1), k_pos[b], rel.base).transpose(0, 1)
+        return qb, kb
+
+    def logit(q, k, b, h, i, j):
+        s = q @ k / math.sqrt(m.head_dim)
+        if mode != "rope":
+            s = s + scheme_bias_reference(mode, rel, h, q_pos[b][i], k_pos[b][j])
+        return s
+
+    rotate = rotated if mode == "rope" else None
+    return multihead_reference(m, query, key, logit, key_padding_mask, attn_mask, rotate)
 
 
 @pytest.mark.parametrize("mode", ATTENTION_SCHEMES)

@@ -8,7 +8,15 @@ import pytest
 import torch
 from attention_testing import causal_mask, padding_mask, randomize
 from conftest import train_then_generate
-from model_testing import TINY, assert_padding_invariant, batch, build, full_log_probs, tiny_model
+from model_testing import (
+    TINY,
+    assert_lm_decodes_incrementally,
+    assert_padding_invariant,
+    batch,
+    build,
+    full_log_probs,
+    tiny_model,
+)
 
 from fairseq_plugins.modules.compositional_attention import CompositionalAttention
 from fairseq_plugins.modules.relative_positions import build_relative_positions
@@ -231,15 +239,7 @@ def test_language_model_with_realformer_decodes_incrementally():
     small += ["64", "--decoder-attention-heads", "4", "--retrieval-qk-dim", "8", "--realformer"]
     small += ["--rel-pos", "eb", "--rel-pos-radius", "2"]
     model, _ = build(["--arch", "compositional_transformer_lm"] + small, lm=True)
-    model = randomize(model, std=0.2).eval()
-    tokens = torch.randint(4, 20, (2, 7))
-    with torch.no_grad():
-        full = model.get_normalized_probs(model(tokens), log_probs=True)
-        state, steps = {}, []
-        for t in range(7):
-            out = model.decoder(tokens[:, : t + 1], incremental_state=state)
-            steps.append(model.get_normalized_probs(out, log_probs=True)[:, -1:])
-    torch.testing.assert_close(torch.cat(steps, 1), full, atol=2e-5, rtol=1e-5)
+    assert_lm_decodes_incrementally(randomize(model, std=0.2).eval(), 7)
 
 
 def test_realformer_refuses_graph_encoder_layers():

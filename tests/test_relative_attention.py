@@ -9,6 +9,7 @@ from attention_testing import (
     assert_padding_invariant,
     causal_mask,
     decode_step_by_step,
+    multihead_reference,
     padding_mask,
     randomize,
 )
@@ -29,31 +30,17 @@ MODES = ["e", "b", "eb"]
 def reference(m, query, key, q_pos, k_pos, key_padding_mask=None, attn_mask=None):
     """logits = (q.k + q.E[label] + b[label]) / sqrt(d_h), label = k + clip(i - j, -k, k)."""
     rel = m.relative_positions
-    B, Tq, Tk, dh = query.size(1), query.size(0), key.size(0), m.head_dim
-    q = m.q_proj(query).view(Tq, B, H, dh)
-    k = m.k_proj(key).view(Tk, B, H, dh)
-    v = m.v_proj(key).view(Tk, B, H, dh)
-    out = torch.zeros(Tq, B, H, dh)
-    for b in range(B):
-        for h in range(H):
-            logits = torch.zeros(Tq, Tk)
-            for i in range(Tq):
-                for j in range(Tk):
-                    label = rel.radius + max(
-                        -rel.radius, min(rel.radius, q_pos[b][i] - k_pos[b][j])
-                    )
-                    s = q[i, b, h] @ k[j, b, h]
-                    if rel.embeddings is not None:
-                        s = s + q[i, b, h] @ rel.embeddings[label]
-                    if rel.bias is not None:
-                        s = s + rel.bias[label, h if rel.bias.size(1) > 1 else 0]
-                    logits[i, j] = s / math.sqrt(dh)
-            if attn_mask is not None:
-                logits = logits + attn_mask
-            if key_padding_mask is not None:
-                logits = logits.masked_fill(key_padding_mask[b].unsqueeze(0), float("-inf"))
-            out[:, b, h] = torch.softmax(logits, -1) @ v[:, b, h]
-    return m.out_proj(out.reshape(Tq, B, H * dh))
+
+    def logit(q, k, b, h, i, j):
+        label = rel.radius + max(-rel.radius, min(rel.radius, q_pos[b][i] - k_pos[b][j]))
+        s = q @ k
+        if rel.embeddings is not None:
+            s = s + q @ rel.embeddings[label]
+        if rel.bias is not None:
+            s = s + rel.bias[label, h if rel.bias.size(1) > 1 else 0]
+        return s / math.sqrt(m.head_dim)
+
+    return multihead_reference(m, query, key, logit, key_padding_mask, attn_mask)
 
 
 def make(mode, cross=False, radius=3, per_head=False):

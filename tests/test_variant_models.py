@@ -6,6 +6,7 @@ import torch
 from attention_testing import randomize
 from model_testing import (
     TINY,
+    assert_lm_decodes_incrementally,
     assert_padding_invariant,
     batch,
     build,
@@ -214,15 +215,7 @@ def test_language_model_presets_build_and_decode_incrementally():
         model, args = build(["--arch", arch] + small, lm=True)
         assert args.share_decoder_layers and args.decoder_normalize_before
         assert args.attention_type == ("compositional" if arch.endswith("_lm") else "multihead")
-        model = randomize(model, std=0.2).eval()
-        tokens = torch.randint(4, 20, (2, 6))
-        with torch.no_grad():
-            full = model.get_normalized_probs(model(tokens), log_probs=True)
-            state, steps = {}, []
-            for t in range(6):
-                out = model.decoder(tokens[:, : t + 1], incremental_state=state)
-                steps.append(model.get_normalized_probs(out, log_probs=True)[:, -1:])
-        torch.testing.assert_close(torch.cat(steps, 1), full, atol=2e-5, rtol=1e-5)
+        assert_lm_decodes_incrementally(randomize(model, std=0.2).eval(), 6)
 
 
 @pytest.mark.parametrize(

@@ -61,6 +61,18 @@ from .numerics import at_least_float32, softmax_fp32
 from .position_schemes import position_scheme_for
 
 
+# The constructor arguments that come from the variant option of the same name with the prefix
+# retrieval_ (--retrieval-scoring, ...).
+RETRIEVAL_ARGUMENTS = (
+    "scoring",
+    "mlp_hidden",
+    "query_from_search",
+    "gumbel",
+    "gumbel_temperature",
+    "gumbel_in_eval",
+)
+
+
 class CompositionalAttention(BiasedAttention):
     def __init__(
         self,
@@ -204,22 +216,17 @@ class CompositionalAttention(BiasedAttention):
         relative_positions = position_scheme_for(
             options, spec, split_width(width, searches, "searches"), searches
         )
+        attn_dim = options.compositional_attn_dim
+        retrieval = {name: getattr(options, f"retrieval_{name}") for name in RETRIEVAL_ARGUMENTS}
         return cls(
             spec.embed_dim,
             searches,
             retrievals,
-            retrieval_qk_dim=options.retrieval_qk_dim,
-            attn_dim=width
-            if options.compositional_attn_dim is None
-            else options.compositional_attn_dim,
-            scoring=options.retrieval_scoring,
-            mlp_hidden=options.retrieval_mlp_hidden,
-            query_from_search=options.retrieval_query_from_search,
-            gumbel=options.retrieval_gumbel,
-            gumbel_temperature=options.retrieval_gumbel_temperature,
-            gumbel_in_eval=options.retrieval_gumbel_in_eval,
+            options.retrieval_qk_dim,
+            attn_dim=width if attn_dim is None else attn_dim,
             search_dim=width,
             relative_positions=relative_positions,
+            **retrieval,
             **spec.module_kwargs(),
         )
 
