@@ -136,33 +136,35 @@ def main(argv, prog="cogs-tagging-run", usage="scripts/experiment.py cogs-taggin
         return csv_path if hit else None
 
     csv_path.parent.mkdir(parents=True, exist_ok=True)
-    for seed in runs.seed_range(args.seeds, args.seed):
-        folder = args.grid_row or args.preset + (f"-{args.parent_head}" if args.parent_head else "")
-        run_dir = out / "runs" / folder / f"seed{seed}"
-        need_training = runs.start_seed(
-            prog, args.preset, seed, run_dir, args.resume, recorded(seed), max_update
-        )
-        if need_training is None:
-            continue
-        piece = runs.TimePiece(run_dir)
-        with piece:
-            if need_training:
-                options = ["--task", "cogs_tagging", "--criterion", "cogs_tagging"]
-                options += ["--arch", args.preset]
-                options += ["--parent-head", args.parent_head] if args.parent_head else []
-                runs.train_seed(data, run_dir, options, lr, warmup, max_update, seed, args.extra)
-            updates = runs.trained_updates(run_dir)
-            for which, sfx in runs.evaluated_checkpoints(run_dir, args.report_checkpoint):
-                summary = predict(data, run_dir, which, sfx)
-        wall, cpu = piece.totals()
+    folder = args.grid_row or args.preset + (f"-{args.parent_head}" if args.parent_head else "")
+    options = ["--task", "cogs_tagging", "--criterion", "cogs_tagging", "--arch", args.preset]
+    options += ["--parent-head", args.parent_head] if args.parent_head else []
+
+    def train(seed, run_dir):
+        runs.train_seed(data, run_dir, options, lr, warmup, max_update, seed, args.extra)
+
+    def finish(seed, run_dir, updates, summaries, wall, cpu):
         rows, header = record(args, run_dir, seed, updates, n_train, wall, cpu, threads)
         runs.append_rows(csv_path, header, rows)
         row = f" ({args.grid_row})" if args.grid_row else ""
+        summary = " ".join(summaries[args.report_checkpoint])
         runs.say(
             prog,
-            f"{args.preset}{row} seed {seed}: {' '.join(summary)} ({args.report_checkpoint} "
+            f"{args.preset}{row} seed {seed}: {summary} ({args.report_checkpoint} "
             f"checkpoint) after {updates} updates, {wall}s (CPU {cpu}s) -> {csv_path}",
         )
+
+    runs.run_seeds(
+        prog,
+        args.preset,
+        args,
+        max_update,
+        lambda seed: out / "runs" / folder / f"seed{seed}",
+        recorded,
+        train,
+        lambda run_dir, which, sfx: predict(data, run_dir, which, sfx),
+        finish,
+    )
 
 
 def predict(data, run_dir, which, sfx):

@@ -160,28 +160,13 @@ def main(argv, prog="compgen-run", usage="scripts/experiment.py compgen-run"):
 
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     label = f"{args.preset} {args.task}"
-    for seed in runs.seed_range(args.seeds, args.seed):
-        run_dir = out / "runs" / args.preset / f"{args.task}{suffix}" / f"seed{seed}"
-        need_training = runs.start_seed(
-            prog, label, seed, run_dir, args.resume, recorded(seed), max_update
-        )
-        if need_training is None:
-            continue
-        piece = runs.TimePiece(run_dir)
-        with piece:
-            if need_training:
-                options = ["--task", "translation_accuracy", "--eval-accuracy", "--arch"]
-                options += [args.preset, "--criterion", "cross_entropy"]
-                runs.train_seed(
-                    data / "bin", run_dir, options, lr, warmup, max_update, seed, args.extra
-                )
-            updates = runs.trained_updates(run_dir)
-            accuracy = {}
-            for which, sfx in runs.evaluated_checkpoints(run_dir, args.report_checkpoint):
-                accuracy[which] = evaluate(
-                    args, data, run_dir, which, sfx, split, categories, max_len
-                )
-        wall, cpu = piece.totals()
+    options = ["--task", "translation_accuracy", "--eval-accuracy", "--arch", args.preset]
+    options += ["--criterion", "cross_entropy"]
+
+    def train(seed, run_dir):
+        runs.train_seed(data / "bin", run_dir, options, lr, warmup, max_update, seed, args.extra)
+
+    def finish(seed, run_dir, updates, accuracy, wall, cpu):
         report = args.report_checkpoint
         row = [args.preset, args.task, seed, updates, f"{accuracy[report]:.6f}", wall, runs.now()]
         row += [split, n_test, n_train, args.beam, " ".join(args.extra), threads, cpu, report]
@@ -193,6 +178,20 @@ def main(argv, prog="compgen-run", usage="scripts/experiment.py compgen-run"):
             f"{label} seed {seed}: accuracy {accuracy[report]} ({report} checkpoint) after "
             f"{updates} updates, {wall}s (CPU {cpu}s) -> {csv_path}",
         )
+
+    runs.run_seeds(
+        prog,
+        label,
+        args,
+        max_update,
+        lambda seed: out / "runs" / args.preset / f"{args.task}{suffix}" / f"seed{seed}",
+        recorded,
+        train,
+        lambda run_dir, which, sfx: evaluate(
+            args, data, run_dir, which, sfx, split, categories, max_len
+        ),
+        finish,
+    )
 
 
 def evaluate(args, data, run_dir, which, sfx, split, categories, max_len):

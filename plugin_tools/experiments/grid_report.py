@@ -31,6 +31,7 @@ entry is `=OTHER` (rel2-eb, rel2-eb-c: rel-eb's encoder) shows OTHER's tagging r
 import csv
 import json
 import statistics
+from functools import partial
 from pathlib import Path
 
 from . import grid_plan
@@ -999,24 +1000,25 @@ def main(argv=None, prog=None, usage=None):
     args.tagging_runs = args.tagging_runs or str(ROOT / "work" / grid / "cogs-tagging" / "runs")
     rows = read_csv(args.csv)
     if args.budget == "paper":
-        tagging_runs = args.tagging_runs if Path(args.tagging_runs).is_dir() else None
         variant_rows = read_csv(args.variants_csv)
-        block = paper_generated(rows, tagging_runs, variant_rows)
-        if args.doc == "-":
-            print(block)
-        else:
-            write_block(args.doc, PAPER_BEGIN, PAPER_END, block)
-        if args.png:
-            paper_chart(list(rows) + list(variant_rows), args.png)
-        return
-    stats = summarize(rows)
-    runs = args.runs if Path(args.runs).is_dir() else None
-    tagging_runs = args.tagging_runs if Path(args.tagging_runs).is_dir() else None
-    cat_rows = sync_categories(rows, runs, args.categories, tagging_runs)
-    block = generated(rows, stats, cat_rows)
+        block = paper_generated(rows, existing_dir(args.tagging_runs), variant_rows)
+        markers = (PAPER_BEGIN, PAPER_END)
+        draw = partial(paper_chart, list(rows) + list(variant_rows))
+    else:
+        stats = summarize(rows)
+        runs_dir, tagging_runs = existing_dir(args.runs), existing_dir(args.tagging_runs)
+        cat_rows = sync_categories(rows, runs_dir, args.categories, tagging_runs)
+        block = generated(rows, stats, cat_rows)
+        markers = (BEGIN, END)
+        draw = partial(chart, stats)
     if args.doc == "-":
         print(block)
     else:
-        write_block(args.doc, BEGIN, END, block)
+        write_block(args.doc, *markers, block)
     if args.png:
-        chart(stats, args.png)
+        draw(args.png)
+
+
+def existing_dir(path):
+    """PATH when it is a folder (the run folders may not be on this machine), else None."""
+    return path if Path(path).is_dir() else None

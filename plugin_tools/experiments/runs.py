@@ -448,3 +448,28 @@ def evaluated_checkpoints(run_dir, report_checkpoint):
                 f"no checkpoint_{name}.pt after training, see {run_dir}/train.log"
             )
     return which
+
+
+def run_seeds(prog, label, args, max_update, run_dir_of, recorded, train, evaluate, finish):
+    """The seed loop of the run drivers. For every seed of --seeds / --seed: the run folder
+    RUN_DIR_OF(seed) and its resume state (start_seed; RECORDED(seed): the CSV holding the seed,
+    or None), then in one time piece TRAIN(seed, run_dir) when it needs training and
+    EVALUATE(run_dir, which, suffix) of every evaluated checkpoint; then FINISH(seed, run_dir,
+    updates, {which: result}, wall, cpu) records the seed."""
+    for seed in seed_range(args.seeds, args.seed):
+        run_dir = Path(run_dir_of(seed))
+        need_training = start_seed(
+            prog, label, seed, run_dir, args.resume, recorded(seed), max_update
+        )
+        if need_training is None:
+            continue
+        piece = TimePiece(run_dir)
+        with piece:
+            if need_training:
+                train(seed, run_dir)
+            updates = trained_updates(run_dir)
+            results = {
+                which: evaluate(run_dir, which, suffix)
+                for which, suffix in evaluated_checkpoints(run_dir, args.report_checkpoint)
+            }
+        finish(seed, run_dir, updates, results, *piece.totals())
