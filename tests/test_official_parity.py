@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 from attention_testing import causal_mask, decode_step_by_step, padding_mask, randomize
+from compositional_reference import D, inject_noise, known_noise, make, reference
 from conftest import ROOT, train_then_generate
-from test_compositional_attention import D, inject_noise, known_noise, make, reference
 
 from fairseq_plugins.modules.compositional_attention import CompositionalAttention
 
