@@ -101,8 +101,8 @@ cuda_devices() { python "$root/scripts/torch-info.py" cuda-devices 2>/dev/null |
 # Each *_option function takes the remaining arguments, handles the first one (and its value) and
 # sets `taken` to how many arguments it used; the caller then runs `shift "$taken"`.
 
-# output_option ARGS...: the options of all four scripts (--help, --out, --doc, --smoke); any
-# other argument dies as an unknown option
+# output_option ARGS...: the output options of compare-lm.sh and compare-nmt.sh (--help, --out,
+# --doc, --smoke); any other argument dies as an unknown option
 output_option() {
   taken=2
   case "$1" in
@@ -134,36 +134,6 @@ compare_options_done() {
   [[ ${#configs[@]} -ge 1 ]] || die_usage "needs at least one CONFIG"
   extra=()
   if [[ -n $extra_str ]]; then read -r -a extra <<<"$extra_str"; fi
-}
-
-# study_option ARGS...: the options of study-lm.sh and study-nmt.sh (output_option's, --threads,
-# and `--`: the arguments after it go to `pass`)
-study_option() {
-  taken=2
-  case "$1" in
-    --threads) need_positive_int "$@"; threads=$2 ;;
-    --) taken=$#; shift; pass=("$@") ;;
-    *) output_option "$@" ;;
-  esac
-}
-
-# ------------------------------------------------------------------------------ the studies
-
-# study_defaults KIND: the results document, unless --doc gave one (a smoke run's goes into OUT,
-# so that it never replaces docs/results-KIND.md)
-study_defaults() {
-  if [[ -z $doc ]]; then
-    if [[ $smoke == 1 ]]; then doc=$out/results-$1.md; else doc=docs/results-$1.md; fi
-  fi
-}
-
-# prepare_data MARKER WHAT COMMAND...: unless the file MARKER is there, prepare $data with COMMAND
-# (its output on stderr); a failure dies naming WHAT
-prepare_data() {
-  local marker=$1 what=$2; shift 2
-  [[ ! -f $marker ]] || return 0
-  echo "$prog: preparing $data" >&2
-  "$@" >&2 || die "data preparation failed ($what)"
 }
 
 # ------------------------------------------------------------------------------ comparisons
