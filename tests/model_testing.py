@@ -1,5 +1,6 @@
 """Build plugin models in-process from command-line style arguments, without data on disk."""
 
+import shlex
 from types import SimpleNamespace
 
 import torch
@@ -16,15 +17,24 @@ def toy_dictionary(size=20):
     return d
 
 
+def parse_training_args(task, arch_args):
+    """What fairseq-train's parser makes of ``--task TASK`` and ARCH_ARGS (a list like
+    ['--arch', 'compgen_abs', '--rel-pos', 'e']) with the plugin registered; no data on disk."""
+    utils.import_user_module(SimpleNamespace(user_dir=USER_DIR))
+    parser = options.get_training_parser(default_task=task)
+    argv = ["/nonexistent", "--task", task, "--user-dir", USER_DIR]
+    return options.parse_args_and_arch(parser, argv + list(arch_args))
+
+
+def parse_lm_config(arch, train_args):
+    """parse_training_args for a language model: ARCH and a config's TRAIN_ARGS (one string)."""
+    return parse_training_args("language_modeling", ["--arch", arch] + shlex.split(train_args))
+
+
 def build(arch_args, dictionary=None, target_dictionary=None, lm=False):
     """arch_args: list like ['--arch', 'compgen_abs', '--rel-pos', 'e']."""
-    utils.import_user_module(SimpleNamespace(user_dir=USER_DIR))
     dictionary = dictionary or toy_dictionary()
-    task = "language_modeling" if lm else "translation"
-    parser = options.get_training_parser(default_task=task)
-    args = options.parse_args_and_arch(
-        parser, ["/nonexistent", "--task", task, "--user-dir", USER_DIR] + arch_args
-    )
+    args = parse_training_args("language_modeling" if lm else "translation", arch_args)
     fake_task = SimpleNamespace(
         source_dictionary=dictionary,
         target_dictionary=target_dictionary or dictionary,
@@ -145,11 +155,55 @@ def build_tagging(arch_args, task=None):
     """(tagging_transformer model, args, task) of ARCH_ARGS, built as fairseq-train builds it."""
     from fairseq_plugins.models.tagging_transformer import TaggingTransformerModel
 
-    utils.import_user_module(SimpleNamespace(user_dir=USER_DIR))
     task = task or tagging_task()
-    parser = options.get_training_parser(default_task="cogs_tagging")
-    args = options.parse_args_and_arch(
-        parser, ["/nonexistent", "--task", "cogs_tagging", "--user-dir", USER_DIR] + arch_args
-    )
+    args = parse_training_args("cogs_tagging", arch_args)
     torch.manual_seed(0)
     return TaggingTransformerModel.build_model(args, task), args, task
+
+
+def decode_incrementally(model, src, lengths, tgt, state=None):
+    """Log-probabilities of every target step of an encoder-decoder, one decoder call per step."""
+    enc = model.encoder(src, lengths)
+    state, steps = {} if state is None else state, []
+    for t in range(tgt.size(1)):
+        out = model.decoder(tgt[:, : t + 1], enc, incremental_state=state)
+        steps.append(model.get_normalized_probs(out, log_probs=True)[:, -1:])
+    return torch.cat(steps, 1)
+
+
+def assert_decodes_incrementally_with_beam_reordering(model):
+    """On batch(): step-by-step decoding equals the full forward; and two hypotheses of one
+    sentence, reordered after 2 steps as beam search does, score their third step as a full
+    forward of the reordered prefixes."""
+    src, lengths, tgt = batch()
+    with torch.no_grad():
+        full = full_log_probs(model, src, lengths, tgt)
+        torch.testing.assert_close(
+            decode_incrementally(model, src, lengths, tgt), full, atol=2e-5, rtol=1e-5
+        )
+        src2, len2, tgt2 = src[1:2].expand(2, -1), lengths[1:2].expand(2), tgt[:2].clone()
+        state = {}
+        decode_incrementally(model, src2, len2, tgt2[:, :2], state)
+        order = torch.tensor([1, 1])
+        model.decoder.reorder_incremental_state_scripting(state, order)
+        enc = model.encoder.reorder_encoder_out(model.encoder(src2, len2), order)
+        tgt2 = tgt2.index_select(0, order)
+        out = model.decoder(tgt2[:, :3], enc, incremental_state=state)
+        expected = full_log_probs(model, src2, len2, tgt2[:, :3])[:, -1:]
+        got = model.get_normalized_probs(out, log_probs=True)
+        torch.testing.assert_close(got, expected, atol=2e-5, rtol=1e-5)
+
+
+# RealFormer (--realformer) models: incremental decoding and padding invariance are checked with
+# the other variants (test_variant_models), the carries themselves in test_realformer.
+REALFORMER_VARIANTS = {
+    "multihead": "--arch variant_transformer --realformer".split(),
+    "multihead-rel2-eb-copy-shared": (
+        "--arch variant_transformer --realformer --rel-pos eb --rel-pos-cross --rel-pos-radius 2 "
+        "--copy-decoder --share-encoder-layers --share-decoder-layers"
+    ).split(),
+    "compositional-rel-b-shared": (
+        "--arch variant_transformer --realformer --attention-type compositional --num-retrievals "
+        "2 --retrieval-qk-dim 8 --rel-pos b --share-decoder-layers"
+    ).split(),
+}

@@ -9,9 +9,9 @@ import torch
 from attention_testing import causal_mask, padding_mask, randomize
 from conftest import train_then_generate
 from model_testing import (
+    REALFORMER_VARIANTS,
     TINY,
     assert_lm_decodes_incrementally,
-    assert_padding_invariant,
     batch,
     build,
     full_log_probs,
@@ -138,78 +138,8 @@ def test_stack_gradients_are_exact():
 
 
 # -- whole models --------------------------------------------------------------------------------
-REALFORMER_VARIANTS = {
-    "multihead": ["--arch", "variant_transformer", "--realformer"],
-    "multihead-rel2-eb-copy-shared": [
-        "--arch",
-        "variant_transformer",
-        "--realformer",
-        "--rel-pos",
-        "eb",
-        "--rel-pos-cross",
-        "--rel-pos-radius",
-        "2",
-        "--copy-decoder",
-        "--share-encoder-layers",
-        "--share-decoder-layers",
-    ],
-    "compositional-rel-b-shared": [
-        "--arch",
-        "variant_transformer",
-        "--realformer",
-        "--attention-type",
-        "compositional",
-        "--num-retrievals",
-        "2",
-        "--retrieval-qk-dim",
-        "8",
-        "--rel-pos",
-        "b",
-        "--share-decoder-layers",
-    ],
-}
-
-
 def realformer_model(name):
     return tiny_model(REALFORMER_VARIANTS[name])
-
-
-def decode_incrementally(model, src, lengths, tgt, state=None):
-    """Log-probabilities of every target step, one decoder call per step."""
-    enc = model.encoder(src, lengths)
-    state, steps = {} if state is None else state, []
-    for t in range(tgt.size(1)):
-        out = model.decoder(tgt[:, : t + 1], enc, incremental_state=state)
-        steps.append(model.get_normalized_probs(out, log_probs=True)[:, -1:])
-    return torch.cat(steps, 1)
-
-
-@pytest.mark.parametrize("name", list(REALFORMER_VARIANTS))
-def test_incremental_decoding_equals_full_forward_with_beam_reordering(name):
-    model = realformer_model(name)
-    src, lengths, tgt = batch()
-    with torch.no_grad():
-        full = full_log_probs(model, src, lengths, tgt)
-        torch.testing.assert_close(
-            decode_incrementally(model, src, lengths, tgt), full, atol=2e-5, rtol=1e-5
-        )
-        # beam search: reorder two hypotheses of one sentence after 2 steps
-        src2, len2, tgt2 = src[1:2].expand(2, -1), lengths[1:2].expand(2), tgt[:2].clone()
-        state = {}
-        decode_incrementally(model, src2, len2, tgt2[:, :2], state)
-        order = torch.tensor([1, 1])
-        model.decoder.reorder_incremental_state_scripting(state, order)
-        enc = model.encoder.reorder_encoder_out(model.encoder(src2, len2), order)
-        tgt2 = tgt2.index_select(0, order)
-        out = model.decoder(tgt2[:, :3], enc, incremental_state=state)
-        expected = full_log_probs(model, src2, len2, tgt2[:, :3])[:, -1:]
-        got = model.get_normalized_probs(out, log_probs=True)
-        torch.testing.assert_close(got, expected, atol=2e-5, rtol=1e-5)
-
-
-@pytest.mark.parametrize("name", list(REALFORMER_VARIANTS))
-def test_padding_invariance(name):
-    assert_padding_invariant(realformer_model(name))
 
 
 def test_three_independent_carries_and_none_for_the_copy_attention():

@@ -5,7 +5,9 @@ import pytest
 import torch
 from attention_testing import randomize
 from model_testing import (
+    REALFORMER_VARIANTS,
     TINY,
+    assert_decodes_incrementally_with_beam_reordering,
     assert_lm_decodes_incrementally,
     assert_padding_invariant,
     batch,
@@ -16,150 +18,54 @@ from model_testing import (
 )
 
 VARIANTS = {
-    "stock": ["--arch", "variant_transformer"],
-    "compositional": [
-        "--arch",
-        "variant_transformer",
-        "--attention-type",
-        "compositional",
-        "--num-searches",
-        "4",
-        "--num-retrievals",
-        "2",
-        "--retrieval-qk-dim",
-        "8",
-    ],
-    "compositional-mlp-shared": [
-        "--arch",
-        "variant_transformer",
-        "--attention-type",
-        "compositional",
-        "--retrieval-scoring",
-        "mlp",
-        "--retrieval-mlp-hidden",
-        "8",
-        "--share-encoder-layers",
-        "--share-decoder-layers",
-    ],
+    "stock": "--arch variant_transformer".split(),
+    "compositional": (
+        "--arch variant_transformer --attention-type compositional --num-searches 4 "
+        "--num-retrievals 2 --retrieval-qk-dim 8"
+    ).split(),
+    "compositional-mlp-shared": (
+        "--arch variant_transformer --attention-type compositional --retrieval-scoring mlp "
+        "--retrieval-mlp-hidden 8 --share-encoder-layers --share-decoder-layers"
+    ).split(),
     # The official options (issue 12) in every role, with relative positions and layer sharing.
-    "compositional-learned-key-qcompose-gumbel-rel2-shared": [
-        "--arch",
-        "variant_transformer",
-        "--attention-type",
-        "compositional",
-        "--num-retrievals",
-        "2",
-        "--retrieval-qk-dim",
-        "8",
-        "--retrieval-scoring",
-        "learned-key",
-        "--retrieval-query-from-search",
-        "--retrieval-gumbel",
-        "--rel-pos",
-        "eb",
-        "--rel-pos-cross",
-        "--rel-pos-radius",
-        "2",
-        "--share-encoder-layers",
-        "--share-decoder-layers",
-    ],
-    "compositional-mlp-qcompose-gumbel-rel-b": [
-        "--arch",
-        "variant_transformer",
-        "--attention-type",
-        "compositional",
-        "--retrieval-scoring",
-        "mlp",
-        "--retrieval-query-from-search",
-        "--retrieval-gumbel",
-        "--retrieval-gumbel-temperature",
-        "0.5",
-        "--rel-pos",
-        "b",
-        "--share-decoder-layers",
-    ],
-    "rel2-eb-copy": [
-        "--arch",
-        "variant_transformer",
-        "--rel-pos",
-        "eb",
-        "--rel-pos-cross",
-        "--copy-decoder",
-        "--rel-pos-radius",
-        "2",
-    ],
-    "rel-e-cross-compositional": [
-        "--arch",
-        "variant_transformer",
-        "--rel-pos",
-        "e",
-        "--cross-attention-type",
-        "compositional",
-    ],
-    "graph-weight-gate-half": [
-        "--arch",
-        "graph_transformer",
-        "--graph-fusion",
-        "weight-gate",
-        "--graph-half-dim",
-    ],
-    "graph-self-gate-everything": [
-        "--arch",
-        "graph_transformer",
-        "--graph-fusion",
-        "self-gate",
-        "--graph-shared-qkv",
-        "--attention-type",
-        "compositional",
-        "--rel-pos",
-        "b",
-        "--rel-pos-cross",
-        "--share-encoder-layers",
-        "--share-decoder-layers",
-        "--copy-decoder",
-        "--encoder-normalize-before",
-        "--decoder-normalize-before",
-    ],
+    "compositional-learned-key-qcompose-gumbel-rel2-shared": (
+        "--arch variant_transformer --attention-type compositional --num-retrievals 2 "
+        "--retrieval-qk-dim 8 --retrieval-scoring learned-key --retrieval-query-from-search "
+        "--retrieval-gumbel --rel-pos eb --rel-pos-cross --rel-pos-radius 2 "
+        "--share-encoder-layers --share-decoder-layers"
+    ).split(),
+    "compositional-mlp-qcompose-gumbel-rel-b": (
+        "--arch variant_transformer --attention-type compositional --retrieval-scoring mlp "
+        "--retrieval-query-from-search --retrieval-gumbel --retrieval-gumbel-temperature 0.5 "
+        "--rel-pos b --share-decoder-layers"
+    ).split(),
+    "rel2-eb-copy": (
+        "--arch variant_transformer --rel-pos eb --rel-pos-cross --copy-decoder --rel-pos-radius 2"
+    ).split(),
+    "rel-e-cross-compositional": (
+        "--arch variant_transformer --rel-pos e --cross-attention-type compositional"
+    ).split(),
+    "graph-weight-gate-half": (
+        "--arch graph_transformer --graph-fusion weight-gate --graph-half-dim"
+    ).split(),
+    "graph-self-gate-everything": (
+        "--arch graph_transformer --graph-fusion self-gate --graph-shared-qkv --attention-type "
+        "compositional --rel-pos b --rel-pos-cross --share-encoder-layers --share-decoder-layers "
+        "--copy-decoder --encoder-normalize-before --decoder-normalize-before"
+    ).split(),
 }
 
 
 def model_for(name):
-    return tiny_model(VARIANTS[name])
+    return tiny_model({**VARIANTS, **REALFORMER_VARIANTS}[name])
 
 
-@pytest.mark.parametrize("name", list(VARIANTS))
+@pytest.mark.parametrize("name", list(VARIANTS) + list(REALFORMER_VARIANTS))
 def test_incremental_decoding_equals_full_forward_with_beam_reordering(name):
-    model = model_for(name)
-    src, lengths, tgt = batch()
-    with torch.no_grad():
-        full = full_log_probs(model, src, lengths, tgt)
-        enc = model.encoder(src, lengths)
-        state = {}
-        steps = []
-        for t in range(tgt.size(1)):
-            out = model.decoder(tgt[:, : t + 1], enc, incremental_state=state)
-            steps.append(model.get_normalized_probs(out, log_probs=True)[:, -1:])
-        torch.testing.assert_close(torch.cat(steps, 1), full, atol=2e-5, rtol=1e-5)
-
-        # beam search: 2 hypotheses of one sentence, reorder them after 2 steps
-        src2, len2 = src[1:2].expand(2, -1), lengths[1:2].expand(2)
-        tgt2 = tgt[:2].clone()
-        enc = model.encoder(src2, len2)
-        state = {}
-        for t in range(2):
-            model.decoder(tgt2[:, : t + 1], enc, incremental_state=state)
-        order = torch.tensor([1, 1])
-        model.decoder.reorder_incremental_state_scripting(state, order)
-        enc = model.encoder.reorder_encoder_out(enc, order)
-        tgt2 = tgt2.index_select(0, order)
-        out = model.decoder(tgt2[:, :3], enc, incremental_state=state)
-        expected = full_log_probs(model, src2, len2, tgt2[:, :3])[:, -1:]
-        torch.testing.assert_close(
-            model.get_normalized_probs(out, log_probs=True), expected, atol=2e-5, rtol=1e-5
-        )
+    assert_decodes_incrementally_with_beam_reordering(model_for(name))
 
 
-@pytest.mark.parametrize("name", list(VARIANTS))
+@pytest.mark.parametrize("name", list(VARIANTS) + list(REALFORMER_VARIANTS))
 def test_padding_invariance(name):
     assert_padding_invariant(model_for(name))
 
