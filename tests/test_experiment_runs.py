@@ -73,6 +73,28 @@ def test_lock_excludes_other_processes_and_outlives_us_in_a_child(tmp_path):
     assert other_process_gets(path)
 
 
+def test_a_killed_driver_leaves_the_cell_locked_while_its_tools_run(tmp_path):
+    """The grid hands a cell's lock to the run driver, whose tools (run_logged) inherit it: if
+    the driver dies, the cell stays locked until fairseq-train & co. have ended."""
+    path = tmp_path / "cell.lock"
+    lock = runs.FileLock(path)
+    assert lock.acquire(blocking=False)
+    code = (
+        "import sys; from plugin_tools.experiments import runs\n"
+        "runs.run_logged(['sleep', '2'], sys.argv[1], 'sleep')"
+    )
+    driver = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path / "tool.log")], pass_fds=(lock.fileno(),)
+    )
+    lock.release()
+    time.sleep(0.7)  # the tool has started
+    driver.kill()
+    driver.wait()
+    assert not other_process_gets(path)  # the orphaned tool still holds it
+    time.sleep(2)
+    assert other_process_gets(path)
+
+
 def test_time_pieces_sum_over_pieces_and_count_children_cpu(tmp_path):
     piece = runs.TimePiece(tmp_path)
     with piece:

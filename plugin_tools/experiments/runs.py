@@ -419,7 +419,9 @@ def run_logged(cmd, log, what, append=False, stdout=None):
     with open(log, "a" if append else "w") as err:
         out = open(stdout, "w") if stdout else err
         try:
-            proc = subprocess.run([str(c) for c in cmd], stdout=out, stderr=err)
+            # close_fds=False: a grid's cell lock, handed to this driver, stays held by the tools
+            # too (were the driver killed, the cell would still be locked while they run).
+            proc = subprocess.run([str(c) for c in cmd], stdout=out, stderr=err, close_fds=False)
         finally:
             if stdout:
                 out.close()
