@@ -11,8 +11,14 @@ import pytest
 import torch
 from attention_testing import randomize
 from conftest import ROOT, USER_DIR, fairseq_train, run
-from fairseq import options, utils
-from model_testing import COGS_E0, COGS_E2, TAGGING_TINY, build_tagging, tagging_task
+from model_testing import (
+    COGS_E0,
+    COGS_E2,
+    TAGGING_TINY,
+    build_tagging,
+    parse_training_args,
+    tagging_task,
+)
 
 from fairseq_plugins.modules.parent_heads import (
     INVALID_PARENT,
@@ -406,11 +412,7 @@ def grid_tagging():
 def seq2seq_encoder(arch_args):
     from fairseq_plugins.models.variant_transformer import VariantTransformerModel
 
-    utils.import_user_module(SimpleNamespace(user_dir=USER_DIR))
-    parser = options.get_training_parser(default_task="translation")
-    args = options.parse_args_and_arch(
-        parser, ["/nonexistent", "--task", "translation", "--user-dir", USER_DIR] + arch_args
-    )
+    args = parse_training_args("translation", arch_args)
     src = tagging_task().source_dictionary
     task = SimpleNamespace(source_dictionary=src, target_dictionary=src)
     return VariantTransformerModel.build_model(args, task).encoder

@@ -3,10 +3,10 @@ prepare-wikitext.sh -> train-lm.sh (tiny stock transformer_lm) -> eval-lm.sh -> 
 
 import math
 import re
-import shlex
 
 import pytest
 from conftest import ROOT, run
+from model_testing import parse_lm_config
 
 SCRIPTS = ROOT / "scripts"
 ENV = {"OMP_NUM_THREADS": "1"}
@@ -114,18 +114,6 @@ def test_script_errors(args, named, tmp_path):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and named in lines[0], proc.stderr
-
-
-def parse_lm_config(arch, train_args):
-    from types import SimpleNamespace
-
-    from conftest import USER_DIR
-    from fairseq import options, utils
-
-    utils.import_user_module(SimpleNamespace(user_dir=USER_DIR))
-    parser = options.get_training_parser(default_task="language_modeling")
-    argv = ["/nonexistent", "--task", "language_modeling", "--user-dir", USER_DIR, "--arch", arch]
-    return options.parse_args_and_arch(parser, argv + shlex.split(train_args))
 
 
 def test_configs():

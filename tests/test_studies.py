@@ -158,7 +158,7 @@ def test_nmt_study_configs():
 def test_lm_study_configs_same_tokens_and_params():
     cfgs = {c.stem: c for c in (ROOT / "configs" / "lm").glob("wikitext2-study-*.sh")}
     assert set(cfgs) == {"wikitext2-study-baseline", "wikitext2-study-compositional"}
-    from test_lm_pipeline import parse_lm_config
+    from model_testing import parse_lm_config
 
     parsed = {}
     for stem, cfg in cfgs.items():
