@@ -70,7 +70,7 @@ def test_attention_in_half_matches_float32(kind, cross, need_weights, dtype):
 @pytest.mark.parametrize("kind", ["rel-e", "rel-b", "rel-eb", "comp-rel-eb"])
 def test_long_causal_relative_attention_in_half_matches_float32(kind, dtype, monkeypatch):
     """Training a causal self-attention over rows >= 4 radii: float32 takes the band-split path
-    (_BandSplitAttention, multi-head) or the in-place band bias (_ShiftedBandBias); the half
+    (BandSplitAttention, multi-head) or the in-place band bias (ShiftedBandBias); the half
     dtypes, which the CPU flash kernel split does not take, the in-place band bias. Both agree."""
     band_split = spy(monkeypatch, band_kernels.BandSplitAttention)
     band_bias = spy(monkeypatch, band_kernels.ShiftedBandBias)
