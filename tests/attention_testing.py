@@ -144,20 +144,25 @@ def forward_backward(m, x, kv, kpm=None, attn_mask=None, need_weights=False):
     return out, weights, grads
 
 
-def graph_layer(fusion, half=False, shared=False, pre_norm=False, attention_type="multihead"):
+def graph_layer(
+    fusion,
+    half=False,
+    shared=False,
+    pre_norm=False,
+    attention_type="multihead",
+    dim=D,
+    ffn=32,
+    **more,
+):
+    """A Graph-Transformer layer (H heads), randomized, in evaluation mode; ``more``: further
+    variant options (default: 2 searches and 2 retrievals)."""
     cfg = TransformerConfig()
-    cfg.encoder.embed_dim, cfg.encoder.ffn_embed_dim, cfg.encoder.attention_heads = D, 32, H
+    cfg.encoder.embed_dim, cfg.encoder.ffn_embed_dim, cfg.encoder.attention_heads = dim, ffn, H
     cfg.encoder.normalize_before = pre_norm
     cfg.dropout = cfg.attention_dropout = 0.0
-    options = VariantConfig(
-        graph_encoder=True,
-        graph_fusion=fusion,
-        graph_half_dim=half,
-        graph_shared_qkv=shared,
-        attention_type=attention_type,
-        num_searches=2,
-        num_retrievals=2,
-    )
+    graph = dict(graph_fusion=fusion, graph_half_dim=half, graph_shared_qkv=shared)
+    options = dict(num_searches=2, num_retrievals=2) | more
+    options = VariantConfig(graph_encoder=True, attention_type=attention_type, **graph, **options)
     return randomize(GraphEncoderLayer(cfg, options), std=0.2).eval()
 
 

@@ -5,31 +5,17 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from attention_testing import padding_mask, randomize
-from fairseq.models.transformer import TransformerConfig
+from attention_testing import graph_layer, padding_mask
 from fairseq.modules import MultiheadAttention
-
-from fairseq_plugins.modules.graph_encoder import GraphEncoderLayer
-from fairseq_plugins.variant_config import VariantConfig
 
 D, H = 32, 4
 FUSIONS = ["sum", "weight-gate", "self-gate"]
 
 
 def make_layer(fusion="sum", half=False, shared=False, pre_norm=False, **options):
-    cfg = TransformerConfig()
-    cfg.encoder.embed_dim, cfg.encoder.ffn_embed_dim = D, 64
-    cfg.encoder.attention_heads = H
-    cfg.encoder.normalize_before = pre_norm
-    cfg.dropout = cfg.attention_dropout = 0.0
-    opts = VariantConfig(
-        graph_encoder=True,
-        graph_fusion=fusion,
-        graph_half_dim=half,
-        graph_shared_qkv=shared,
-        **options,
-    )
-    return randomize(GraphEncoderLayer(cfg, opts), std=0.2).eval()
+    """A layer of width D, ffn 64; compositional attention (when asked) with S = R = heads."""
+    options = dict(num_searches=None, num_retrievals=None) | options
+    return graph_layer(fusion, half, shared, pre_norm, dim=D, ffn=64, **options)
 
 
 def attention(m, q_in, kv_in, kpm):
