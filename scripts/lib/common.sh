@@ -97,9 +97,10 @@ tool() {
 # cuda_devices: how many CUDA devices torch sees (0 without torch, CUDA or a driver)
 cuda_devices() { python "$root/scripts/torch-info.py" cuda-devices 2>/dev/null || echo 0; }
 
-# ------------------------------------------------------------------------------------ options
-# Each *_option function takes the remaining arguments, handles the first one (and its value) and
-# sets `taken` to how many arguments it used; the caller then runs `shift "$taken"`.
+# ------------------------------------------------- compare-lm.sh and compare-nmt.sh: options
+# What the two comparison scripts share, below. Each *_option function takes the remaining
+# arguments, handles the first one (and its value) and sets `taken` to how many arguments it used;
+# the caller then runs `shift "$taken"`.
 
 # output_option ARGS...: the output options of compare-lm.sh and compare-nmt.sh (--help, --out,
 # --doc, --smoke); any other argument dies as an unknown option
@@ -136,7 +137,7 @@ compare_options_done() {
   if [[ -n $extra_str ]]; then read -r -a extra <<<"$extra_str"; fi
 }
 
-# ------------------------------------------------------------------------------ comparisons
+# --------------------------------------------- compare-lm.sh and compare-nmt.sh: the steps
 
 # check_configs: load_config (the script's) of every CONFIG before any training; `names`, their
 # NAMEs, each used once
