@@ -35,8 +35,9 @@ from pathlib import Path
 
 from _this_checkout import ROOT
 
+from plugin_tools.retrieval_study import SETTINGS, read_rows
+
 PROG = "study-retrieval.py"
-SETTINGS = {"2x4": (2, 4), "4x8": (4, 8), "4x16": (4, 16)}
 PROTOCOLS = {
     # updates, lr, validation interval (updates), validation batches
     "budget": dict(updates=1500, lr="1e-3", interval=250, valid_batches=50),
@@ -169,13 +170,6 @@ def append_rows(path, fieldnames, rows):
         if new:
             writer.writeheader()
         writer.writerows(rows)
-
-
-def read_rows(path):
-    if not path.exists():
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def cmd_run(args):

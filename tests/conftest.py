@@ -28,8 +28,9 @@ USER_DIR = str(ROOT / "fairseq_plugins")
 SHARED_DATA = corpora.corpus_dir("multi30k").parent
 
 
-def run(cmd, cwd=None, env=None, check=True, timeout=900):
-    """Run a command (list of str), return CompletedProcess; on failure show its output."""
+def run(cmd, cwd=None, env=None, check=True, timeout=900, stdin=None):
+    """Run a command (list of str; STDIN: text for its standard input), return CompletedProcess;
+    on failure show its output."""
     full_env = dict(os.environ)
     full_env["PATH"] = f"{BIN}{os.pathsep}{full_env.get('PATH', '')}"
     full_env.setdefault("OMP_NUM_THREADS", "1")
@@ -39,6 +40,7 @@ def run(cmd, cwd=None, env=None, check=True, timeout=900):
         [str(c) for c in cmd],
         cwd=cwd,
         env=full_env,
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -51,20 +53,48 @@ def run(cmd, cwd=None, env=None, check=True, timeout=900):
     return proc
 
 
-def fairseq_train(data, save, args, **kwargs):
-    """fairseq-train on DATA with the plugin (--user-dir), checkpoints in SAVE, then ARGS;
-    run()'s keywords (check, env, timeout) pass through."""
+# The command lines of fairseq's tools, built in one place. run()'s keywords (check, env, timeout)
+# pass through every builder.
+def fairseq_tool(tool, data, args, **kwargs):
+    """fairseq's command-line TOOL (fairseq-validate, fairseq-eval-lm, ...) on DATA (None: a task
+    that generates its data) with the plugin (--user-dir), then ARGS."""
     return run(
-        ["fairseq-train", data, "--user-dir", USER_DIR, "--save-dir", save] + list(args), **kwargs
+        [tool] + [data] * (data is not None) + ["--user-dir", USER_DIR] + list(args), **kwargs
     )
+
+
+def fairseq_train(data, save, args, **kwargs):
+    """fairseq-train on DATA with the plugin, checkpoints in SAVE (None: --no-save), then ARGS."""
+    saving = ["--no-save"] if save is None else ["--save-dir", save]
+    return fairseq_tool("fairseq-train", data, saving + list(args), **kwargs)
 
 
 def fairseq_generate(data, checkpoint, args, **kwargs):
-    """fairseq-generate on DATA with the plugin (--user-dir) and CHECKPOINT, then ARGS."""
-    return run(
-        ["fairseq-generate", data, "--user-dir", USER_DIR, "--path", checkpoint] + list(args),
-        **kwargs,
-    )
+    """fairseq-generate on DATA with the plugin and CHECKPOINT, then ARGS."""
+    return fairseq_tool("fairseq-generate", data, ["--path", checkpoint] + list(args), **kwargs)
+
+
+def fairseq_preprocess(raw, dest, splits=("train", "valid", "test"), joined=True, **kwargs):
+    """fairseq-preprocess of the parallel text RAW/SPLIT.src, RAW/SPLIT.tgt into DEST (one
+    worker; a joined dictionary, what the copy decoder needs, unless JOINED is false)."""
+    args = ["--source-lang", "src", "--target-lang", "tgt", "--destdir", dest, "--workers", "1"]
+    args += [a for split in splits for a in (f"--{split}pref", raw / split)]
+    return run(["fairseq-preprocess"] + args + ["--joined-dictionary"] * joined, **kwargs)
+
+
+def fairseq_preprocess_text(train, valid, dest, **kwargs):
+    """fairseq-preprocess --only-source (language modelling) of the files TRAIN and VALID."""
+    args = ["--trainpref", train, "--validpref", valid, "--destdir", dest, "--workers", "1"]
+    return run(["fairseq-preprocess", "--only-source"] + args, **kwargs)
+
+
+def read_split(folder, split):
+    """[(source tokens, target tokens)] of FOLDER/SPLIT.src and .tgt (parallel text, one example
+    a line), checking that both sides have as many lines."""
+    src = (folder / f"{split}.src").read_text().splitlines()
+    tgt = (folder / f"{split}.tgt").read_text().splitlines()
+    assert len(src) == len(tgt)
+    return [(s.split(), t.split()) for s, t in zip(src, tgt)]
 
 
 def hypotheses(generate_output):
@@ -226,24 +256,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line(f"SKIPPED: {corpora.missing_message()}")
 
 
-@pytest.fixture(scope="session")
-def multi30k_data():
-    return corpus("multi30k")
+def _corpus_fixture(fixture_name, name):
+    """The session fixture FIXTURE_NAME: the folder of corpus NAME (see corpus())."""
+    return pytest.fixture(scope="session", name=fixture_name)(lambda: corpus(name))
 
 
-@pytest.fixture(scope="session")
-def wikitext2_data():
-    return corpus("wikitext-2")
-
-
-@pytest.fixture(scope="session")
-def scan_data():
-    return corpus("scan")
-
-
-@pytest.fixture(scope="session")
-def cogs_data():
-    return corpus("cogs")
+multi30k_data = _corpus_fixture("multi30k_data", "multi30k")
+wikitext2_data = _corpus_fixture("wikitext2_data", "wikitext-2")
+scan_data = _corpus_fixture("scan_data", "scan")
+cogs_data = _corpus_fixture("cogs_data", "cogs")
 
 
 @pytest.fixture(scope="session")
@@ -272,12 +293,7 @@ def demo_raw(tmp_path_factory):
 def demo_bin(demo_raw, tmp_path_factory):
     """demo_raw binarized with a joined dictionary (what the copy decoder needs)."""
     out = tmp_path_factory.mktemp("demo_bin")
-    run(
-        ["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt"]
-        + ["--trainpref", demo_raw / "train", "--validpref", demo_raw / "valid"]
-        + ["--testpref", demo_raw / "test", "--destdir", out, "--joined-dictionary"]
-        + ["--workers", "1"]
-    )
+    fairseq_preprocess(demo_raw, out)
     return out
 
 

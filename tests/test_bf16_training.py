@@ -8,11 +8,9 @@ import re
 
 import pytest
 import torch
-from conftest import fairseq_train, run
+from conftest import fairseq_preprocess_text, fairseq_train
 
 from fairseq_plugins.compat.bf16_without_tpu import _tpu_requested
-
-pytestmark = pytest.mark.slow
 
 UPDATES = 3
 TINY = ["--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim", "32"]
@@ -41,6 +39,7 @@ def trained_in_bf16(proc, checkpoint):
     assert state["cfg"]["common"]["bf16"] and not state["cfg"]["common"]["tpu"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", list(TRANSLATION))
 def test_translation_families_train_in_bf16_on_cpu(family, demo_bin, tmp_path):
     proc = fairseq_train(
@@ -49,12 +48,10 @@ def test_translation_families_train_in_bf16_on_cpu(family, demo_bin, tmp_path):
     trained_in_bf16(proc, tmp_path / "ckpt" / "checkpoint_last.pt")
 
 
+@pytest.mark.slow
 def test_language_model_trains_in_bf16_on_cpu(demo_raw, tmp_path):
     lm_bin = tmp_path / "lm"
-    run(
-        ["fairseq-preprocess", "--only-source", "--trainpref", demo_raw / "train.tgt"]
-        + ["--validpref", demo_raw / "valid.tgt", "--destdir", lm_bin, "--workers", "1"]
-    )
+    fairseq_preprocess_text(demo_raw / "train.tgt", demo_raw / "valid.tgt", lm_bin)
     args = ["--task", "language_modeling", "--arch", "compositional_transformer_lm"]
     args += ["--decoder-layers", "2", "--decoder-embed-dim", "32", "--rel-pos", "eb"]
     args += ["--decoder-ffn-embed-dim", "64", "--decoder-attention-heads", "4"]
@@ -68,6 +65,7 @@ def test_an_explicit_tpu_request_is_kept():
     assert not _tpu_requested(["data", "--bf16", "--tpus"])
 
 
+@pytest.mark.slow
 def test_tagging_model_trains_in_bf16_on_cpu(tiny_tags, tmp_path):
     args = ["--task", "cogs_tagging", "--criterion", "cogs_tagging", "--arch", "cogs_tagging_tuned"]
     args += ["--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--batch-size", "32"]

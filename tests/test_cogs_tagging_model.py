@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 from attention_testing import randomize
-from conftest import ROOT, USER_DIR, fairseq_train, run
+from conftest import ROOT, fairseq_tool, fairseq_train, run
 from model_testing import (
     COGS_E0,
     COGS_E2,
@@ -318,10 +318,11 @@ def test_fairseq_train_validate_and_predict(tiny_tags, tmp_path):
     log = train.stdout + train.stderr
     assert re.search(r"valid on 'valid' subset .*\| accuracy [\d.]+ \| lf_accuracy [\d.]+", log)
     assert (save / "checkpoint_best.pt").is_file()
-    val = run(
-        ["fairseq-validate", tiny_tags, "--user-dir", USER_DIR, "--task", "cogs_tagging"]
-        + ["--path", save / "checkpoint_best.pt", "--valid-subset", "test", "--cpu"]
-        + ["--batch-size", "16"]
+    val = fairseq_tool(
+        "fairseq-validate",
+        tiny_tags,
+        ["--task", "cogs_tagging", "--path", save / "checkpoint_best.pt", "--valid-subset", "test"]
+        + ["--cpu", "--batch-size", "16"],
     )
     assert re.search(r"\| accuracy [\d.]+ \| lf_accuracy [\d.]+", val.stdout + val.stderr)
     out = tmp_path / "pred"

@@ -8,7 +8,7 @@ import sys
 from collections import Counter
 
 import pytest
-from conftest import ROOT, corpora
+from conftest import ROOT, corpora, read_split
 
 from plugin_tools import compgen_data as cd
 
@@ -23,13 +23,6 @@ def cli(*args, check=True, env=None):
     if check and proc.returncode:
         raise AssertionError(proc.stderr)
     return proc
-
-
-def read_split(d, name):
-    src = (d / f"{name}.src").read_text().splitlines()
-    tgt = (d / f"{name}.tgt").read_text().splitlines()
-    assert len(src) == len(tgt)
-    return [(s.split(), t.split()) for s, t in zip(src, tgt)]
 
 
 @pytest.fixture(scope="module")

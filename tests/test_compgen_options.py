@@ -8,7 +8,7 @@ import sys
 from collections import Counter
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, read_split
 
 from plugin_tools import compgen_data as cd
 
@@ -20,13 +20,6 @@ def make(tmp_path, task, *opts, name=None):
     out = tmp_path / (name or "_".join([task, *opts]).replace("-", ""))
     cd.main([task, str(out), *SIZES, *opts])
     return out
-
-
-def read_split(d, name):
-    src = (d / f"{name}.src").read_text().splitlines()
-    tgt = (d / f"{name}.tgt").read_text().splitlines()
-    assert len(src) == len(tgt)
-    return [(s.split(), t.split()) for s, t in zip(src, tgt)]
 
 
 def splits(d, names=("train", "valid", "test")):

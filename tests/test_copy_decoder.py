@@ -67,7 +67,7 @@ def test_beam_search_over_a_copy_model_reproduces_an_input_copy_task(tmp_path):
     then reproduce unseen inputs exactly (the copy distribution carries the tokens)."""
     import random
 
-    from conftest import fairseq_generate, fairseq_train, run
+    from conftest import fairseq_generate, fairseq_preprocess, fairseq_train
 
     rng = random.Random(0)
     vocab = [f"t{i}" for i in range(40)]
@@ -75,18 +75,7 @@ def test_beam_search_over_a_copy_model_reproduces_an_input_copy_task(tmp_path):
         lines = [" ".join(rng.choice(vocab) for _ in range(rng.randint(3, 10))) for _ in range(n)]
         for side in ("src", "tgt"):
             (tmp_path / f"{split}.{side}").write_text("\n".join(lines) + "\n")
-    run(
-        [
-            "fairseq-preprocess",
-            "--source-lang",
-            "src",
-            "--target-lang",
-            "tgt",
-            "--joined-dictionary",
-        ]
-        + ["--trainpref", tmp_path / "train", "--validpref", tmp_path / "valid"]
-        + ["--testpref", tmp_path / "test", "--destdir", tmp_path / "bin", "--workers", "1"]
-    )
+    fairseq_preprocess(tmp_path, tmp_path / "bin")
     fairseq_train(
         tmp_path / "bin",
         tmp_path / "ckpt",

@@ -6,17 +6,10 @@ import json
 import os
 import sys
 
+import device_checks as checks
 import pytest
 import torch
 from conftest import ROOT, run
-from device_checks import (
-    CONFIGS,
-    check_attention_paths,
-    check_incremental_decoding,
-    check_language_model,
-    check_model_matches_cpu,
-    check_tagging_model,
-)
 
 from plugin_tools import gpu_report
 
@@ -121,16 +114,16 @@ FULLEST = "compositional-rel2-eb-copy-self-gate"
 
 @pytest.mark.parametrize("config", ["multihead-abs-no-copy-no-graph", FULLEST])
 def test_cuda_model_checks_run_on_cpu(config):
-    assert config in CONFIGS and len(CONFIGS) == 2 * 5 * 2 * 4
-    check_model_matches_cpu(CONFIGS[config], "cpu", torch.float32)
-    check_incremental_decoding(CONFIGS[config], "cpu", torch.bfloat16)
+    assert config in checks.CONFIGS and len(checks.CONFIGS) == 2 * 5 * 2 * 4
+    checks.check_model_matches_cpu(checks.CONFIGS[config], "cpu", torch.float32)
+    checks.check_incremental_decoding(checks.CONFIGS[config], "cpu", torch.bfloat16)
 
 
 def test_cuda_attention_language_and_tagging_checks_run_on_cpu():
-    check_attention_paths("comp-rel-eb", True, "cpu", torch.float32)
-    check_attention_paths("rel-eb", False, "cpu", torch.bfloat16)
-    check_language_model("cpu", torch.float32)
-    check_tagging_model("cpu", torch.bfloat16)
+    checks.check_attention_paths("comp-rel-eb", True, "cpu", torch.float32)
+    checks.check_attention_paths("rel-eb", False, "cpu", torch.bfloat16)
+    checks.check_language_model("cpu", torch.float32)
+    checks.check_tagging_model("cpu", torch.bfloat16)
 
 
 def test_cuda_tests_are_skipped_under_one_line_without_cuda():

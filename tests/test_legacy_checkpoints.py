@@ -10,7 +10,7 @@ differs from the recording by 6e-8 relative.
 """
 
 import pytest
-from conftest import ROOT, USER_DIR, assert_lines_match, run
+from conftest import ROOT, assert_lines_match, fairseq_generate, fairseq_tool
 
 # recorded: compares against outputs recorded on another machine (.ci/run reruns these under
 # each ATEN_CPU_CAPABILITY); slow: runs fairseq's command-line tools.
@@ -27,9 +27,10 @@ def expected_lines(name):
     "name", ["translation-compositional", "translation-graph", "translation-mlp-linear"]
 )
 def test_translation_checkpoint_decodes_as_before(name):
-    proc = run(
-        ["fairseq-generate", FIXTURES / "bin", "--user-dir", USER_DIR, "--path", f"{name}.pt"]
-        + ["--beam", "4", "--gen-subset", "test", "--batch-size", "5", "--cpu"],
+    proc = fairseq_generate(
+        FIXTURES / "bin",
+        f"{name}.pt",
+        ["--beam", "4", "--gen-subset", "test", "--batch-size", "5", "--cpu"],
         cwd=FIXTURES,
     )
     lines = [
@@ -39,9 +40,10 @@ def test_translation_checkpoint_decodes_as_before(name):
 
 
 def test_lm_checkpoint_scores_as_before():
-    proc = run(
-        ["fairseq-eval-lm", FIXTURES / "lmbin", "--user-dir", USER_DIR]
-        + ["--path", "lm-compositional.pt", "--tokens-per-sample", "32", "--context-window", "16"]
+    proc = fairseq_tool(
+        "fairseq-eval-lm",
+        FIXTURES / "lmbin",
+        ["--path", "lm-compositional.pt", "--tokens-per-sample", "32", "--context-window", "16"]
         + ["--output-word-probs", "--cpu"],
         cwd=FIXTURES,
     )

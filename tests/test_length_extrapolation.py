@@ -9,7 +9,7 @@ import re
 
 import pytest
 import torch
-from conftest import ROOT, run, train_then_generate
+from conftest import ROOT, fairseq_preprocess, run, train_then_generate
 
 ARCHS = {
     "compgen_alibi_c": [],
@@ -37,11 +37,7 @@ def reverse_bin(tmp_path_factory):
     sizes = ["--train", "800", "--valid", "50", "--test", "40", "--seed", "1"]
     run(["python", ROOT / "scripts" / "compgen-data.py", "reverse", raw, *sizes])
     out = raw.parent / "bin"
-    run(
-        ["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt"]
-        + ["--joined-dictionary", "--workers", "1", "--destdir", out]
-        + ["--trainpref", raw / "train", "--validpref", raw / "valid", "--testpref", raw / "test"]
-    )
+    fairseq_preprocess(raw, out)
     return raw, out
 
 

@@ -3,7 +3,7 @@
 import struct
 
 import pytest
-from conftest import ROOT, run
+from conftest import ROOT, fairseq_train, run
 
 from plugin_tools import plot_curves
 
@@ -17,16 +17,17 @@ def train_logs(demo_bin, tmp_path_factory):
     d = tmp_path_factory.mktemp("curves")
     logs = {}
     for fmt, lr in (("simple", "0.005"), ("json", "0.002")):
-        proc = run(
-            ["fairseq-train", demo_bin, "--task", "translation", "--arch", "transformer"]
+        proc = fairseq_train(
+            demo_bin,
+            None,
+            ["--task", "translation", "--arch", "transformer"]
             + ["--encoder-layers", "1", "--decoder-layers", "1"]
             + ["--encoder-embed-dim", "32", "--decoder-embed-dim", "32"]
             + ["--encoder-ffn-embed-dim", "64", "--decoder-ffn-embed-dim", "64"]
             + ["--encoder-attention-heads", "2", "--decoder-attention-heads", "2"]
             + ["--optimizer", "adam", "--lr", lr, "--lr-scheduler", "inverse_sqrt"]
             + ["--warmup-updates", "5", "--max-tokens", "4096", "--max-epoch", "4"]
-            + ["--no-save", "--seed", "1"]
-            + ["--num-workers", "0", "--log-format", fmt, "--log-interval", "5"],
+            + ["--seed", "1", "--num-workers", "0", "--log-format", fmt, "--log-interval", "5"],
             env={"OMP_NUM_THREADS": "1"},
         )
         logs[fmt] = d / f"train-{fmt}.log"

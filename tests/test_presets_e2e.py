@@ -4,7 +4,12 @@ fairseq-generate's beam search from the checkpoint; the LM preset is scored by f
 import re
 
 import pytest
-from conftest import USER_DIR, fairseq_train, run, train_then_generate
+from conftest import (
+    fairseq_preprocess_text,
+    fairseq_tool,
+    fairseq_train,
+    train_then_generate,
+)
 
 TRAIN = ["--optimizer", "adam", "--lr", "5e-4", "--max-tokens", "400", "--max-update", "2"]
 TRAIN += ["--no-progress-bar", "--log-interval", "1", "--no-epoch-checkpoints", "--cpu"]
@@ -55,10 +60,7 @@ def test_compositional_lm_preset_trains_and_eval_lm_scores_it(wikitext2_data, tm
     text = (wikitext2_data / "valid.txt").read_text().splitlines()
     (tmp_path / "train.txt").write_text("\n".join(text[:400]) + "\n")
     (tmp_path / "valid.txt").write_text("\n".join(text[400:500]) + "\n")
-    run(
-        ["fairseq-preprocess", "--only-source", "--trainpref", tmp_path / "train.txt"]
-        + ["--validpref", tmp_path / "valid.txt", "--destdir", tmp_path / "bin", "--workers", "1"]
-    )
+    fairseq_preprocess_text(tmp_path / "train.txt", tmp_path / "valid.txt", tmp_path / "bin")
     save = tmp_path / "ckpt"
     small = ["--decoder-layers", "2", "--decoder-embed-dim", "64", "--decoder-ffn-embed-dim", "128"]
     small += ["--num-searches", "4", "--num-retrievals", "4", "--retrieval-qk-dim", "16"]
@@ -70,16 +72,11 @@ def test_compositional_lm_preset_trains_and_eval_lm_scores_it(wikitext2_data, tm
         + TRAIN
         + small,
     )
-    ev = run(
-        [
-            "fairseq-eval-lm",
-            tmp_path / "bin",
-            "--user-dir",
-            USER_DIR,
-            "--path",
-            save / "checkpoint_last.pt",
-        ]
-        + ["--gen-subset", "valid", "--tokens-per-sample", "64", "--context-window", "32", "--cpu"]
+    ev = fairseq_tool(
+        "fairseq-eval-lm",
+        tmp_path / "bin",
+        ["--path", save / "checkpoint_last.pt", "--gen-subset", "valid"]
+        + ["--tokens-per-sample", "64", "--context-window", "32", "--cpu"],
     )
     m = re.search(r"Loss \(base 2\): [\d.]+, Perplexity: ([\d.]+)", ev.stdout + ev.stderr)
     assert m and 1 < float(m.group(1)) < 1e6

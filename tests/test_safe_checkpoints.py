@@ -6,7 +6,7 @@ import sys
 
 import pytest
 import torch
-from conftest import USER_DIR, fairseq_train, run
+from conftest import fairseq_tool, fairseq_train, run
 
 TINY = ["--arch", "compgen_small_2s", "--attention-type", "compositional", "--rel-pos", "eb"]
 TINY += ["--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "500", "--max-update", "1"]
@@ -56,41 +56,17 @@ def test_from_pretrained_validate_and_interactive_load_it(checkpoint, demo_bin, 
         str(checkpoint.parent), checkpoint_file=checkpoint.name, data_name_or_path=str(demo_bin)
     )
     assert isinstance(hub.translate("n1 v2 n3", beam=2, max_len_b=5), str)
-    run(
-        [
-            "fairseq-validate",
-            demo_bin,
-            "--user-dir",
-            USER_DIR,
-            "--path",
-            checkpoint,
-            "--cpu",
-            "--task",
-            "translation",
-            "--batch-size",
-            "32",
-        ]
-    )
+    validate = ["--path", checkpoint, "--cpu", "--task", "translation", "--batch-size", "32"]
+    fairseq_tool("fairseq-validate", demo_bin, validate)
     line = (demo_raw / "test.src").read_text().splitlines()[0]
-    proc = subprocess_input(
-        ["fairseq-interactive", demo_bin, "--user-dir", USER_DIR, "--path", checkpoint]
-        + ["--beam", "2", "--cpu", "--max-len-b", "5"],
-        line + "\n",
+    proc = fairseq_tool(
+        "fairseq-interactive",
+        demo_bin,
+        ["--path", checkpoint, "--beam", "2", "--cpu", "--max-len-b", "5"],
+        stdin=line + "\n",
+        timeout=300,
     )
     assert any(row.startswith("H-0") for row in proc.stdout.splitlines())
-
-
-def subprocess_input(cmd, text):
-    import subprocess
-
-    from conftest import BIN
-
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
-    proc = subprocess.run(
-        [str(c) for c in cmd], input=text, capture_output=True, text=True, env=env, timeout=300
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
 
 
 @pytest.mark.slow
@@ -113,14 +89,15 @@ def test_code_running_checkpoint_is_refused(tool, evil_checkpoint, demo_bin):
             f"TransformerModel.from_pretrained({str(path.parent)!r}, checkpoint_file={path.name!r}, "
             f"data_name_or_path={str(demo_bin)!r})"
         )
-        cmd = [sys.executable, "-c", code]
+        proc = run([sys.executable, "-c", code], check=False)
     elif tool == "torch.load":
-        cmd = [sys.executable, "-c", f"import fairseq_plugins, torch; torch.load({str(path)!r})"]
+        code = f"import fairseq_plugins, torch; torch.load({str(path)!r})"
+        proc = run([sys.executable, "-c", code], check=False)
     else:
-        cmd = [tool, demo_bin, "--user-dir", USER_DIR, "--path", path, "--cpu"]
+        args = ["--path", path, "--cpu"]
         if tool != "fairseq-interactive":
-            cmd += ["--task", "translation", "--batch-size", "8"]
-    proc = run(cmd, check=False)
+            args += ["--task", "translation", "--batch-size", "8"]
+        proc = fairseq_tool(tool, demo_bin, args, check=False)
     assert proc.returncode != 0
     assert "Weights only load failed" in proc.stderr and "GLOBAL posix.system" in proc.stderr
     assert not marker.exists()

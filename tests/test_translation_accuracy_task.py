@@ -5,7 +5,7 @@ import random
 import re
 
 import pytest
-from conftest import BIN, ROOT, fairseq_generate, fairseq_train, run
+from conftest import ROOT, fairseq_generate, fairseq_preprocess, fairseq_train
 
 from plugin_tools import seq_accuracy as sa
 
@@ -23,12 +23,7 @@ def lexical_bin(tmp_path_factory):
         pairs = [rng.choices("abcdef", k=rng.randint(1, 3)) for _ in range(n)]
         (raw / f"{split}.src").write_text("".join(" ".join(p) + "\n" for p in pairs))
         (raw / f"{split}.tgt").write_text("".join(" ".join(p).upper() + "\n" for p in pairs))
-    run(
-        [BIN / "fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt"]
-        + ["--trainpref", raw / "train", "--validpref", raw / "valid"]
-        + ["--destdir", base / "bin", "--joined-dictionary", "--workers", "1"],
-        env=ENV,
-    )
+    fairseq_preprocess(raw, base / "bin", splits=("train", "valid"), env=ENV)
     return base
 
 

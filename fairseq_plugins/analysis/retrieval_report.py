@@ -7,7 +7,6 @@ Usage: scripts/study-retrieval-report.py [--out DIR] [--doc docs/results-context
 """
 
 import argparse
-import csv
 import json
 import statistics
 import sys
@@ -15,17 +14,10 @@ from collections import defaultdict
 from pathlib import Path
 
 from fairseq_plugins.analysis import retrieval_specialisation as figure
+from plugin_tools.retrieval_study import SETTINGS, read_rows
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: default --out and --doc
 BEGIN, END = "<!-- study:begin -->", "<!-- study:end -->"
-SETTINGS = {"2x4": (2, 4), "4x8": (4, 8), "4x16": (4, 16)}
-
-
-def read_rows(path):
-    if not path.exists():
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def mean_std(values):
