@@ -12,10 +12,11 @@ Usage: scripts/plot-curves.py LOG... [--metric ppl|loss|bleu|accuracy] [--x epoc
        [--out curves.png] [--labels NAME...] [--subset valid]
 """
 
-import argparse
 import json
 import sys
 from pathlib import Path
+
+from plugin_tools.cli import OneLineParser
 
 PROG = "plot-curves.py"
 METRICS = ("ppl", "loss", "bleu", "accuracy")
@@ -25,12 +26,6 @@ ALIASES = {"accuracy": ("accuracy", "acc"), "bleu": ("bleu",), "loss": ("loss",)
 
 class LogError(Exception):
     pass
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
-        sys.exit(2)
 
 
 def _number(text):

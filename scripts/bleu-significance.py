@@ -26,7 +26,6 @@ lines in any order, detected automatically and sorted by id; hypothesis = third 
 ``H-`` line, reference = ``T-`` line).
 """
 
-import argparse
 import json
 import logging
 import os
@@ -35,18 +34,16 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
+
+from plugin_tools.cli import OneLineParser
+
 PROG = "significance.sh"
 GEN_LINE = re.compile(r"^([HTSDP])-(\d+)\t")
 
 
 class InputError(Exception):
     """A problem with an input file: reported as one line, exit code 2."""
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
-        sys.exit(2)
 
 
 # --------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from _this_checkout import ROOT
 
+from plugin_tools.cli import OneLineParser
 from plugin_tools.retrieval_study import SETTINGS, read_rows
 
 PROG = "study-retrieval.py"
@@ -48,12 +49,6 @@ RUN_FIELDS = [
     "params", "seed", "updates", "lr", "iid_l1", "ood_l1", "wall_s", "cpu_s",
 ]  # fmt: skip
 CURVE_FIELDS = ["run", "num_updates", "subset", "l1"]
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write(f"{PROG}: error: {message} (see --help)\n")
-        sys.exit(2)
 
 
 def models_for(setting):

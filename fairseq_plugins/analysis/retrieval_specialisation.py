@@ -21,13 +21,9 @@ import sys
 
 import numpy as np
 
+from plugin_tools.cli import OneLineParser
+
 PROG = "retrieval-specialisation.py"
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write(f"{PROG}: error: {message} (see --help)\n")
-        sys.exit(2)
 
 
 def parse_args(argv=None):
