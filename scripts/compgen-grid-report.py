@@ -5,6 +5,6 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # plugin_tools, from any cwd
-from plugin_tools.experiments.cli import main  # noqa: E402
+from plugin_tools.experiments import grid_report, runs  # noqa: E402
 
-sys.exit(main(["--called-as", "compgen-grid-report.py", "report", "compgen", *sys.argv[1:]]))
+sys.exit(runs.main_of("compgen-grid-report.py", grid_report.main, sys.argv[1:]))

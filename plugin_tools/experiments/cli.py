@@ -32,9 +32,12 @@ def main(argv=None):
     called_as = None
     if argv[:1] == ["--called-as"] and len(argv) >= 2:
         called_as, argv = argv[1], argv[2:]
-    if not argv or argv[0] in ("-h", "--help"):
+    if argv[:1] in (["-h"], ["--help"]):
         sys.stdout.write(USAGE)
-        return 0 if argv else 2
+        return 0
+    if not argv:
+        print("experiment.py: need a SUBCOMMAND (see --help)", file=sys.stderr)
+        return 2
     name, rest = argv[0], argv[1:]
     if name not in SUBCOMMANDS:
         print(f"experiment.py: unknown subcommand {name} (see --help)", file=sys.stderr)

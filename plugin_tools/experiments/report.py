@@ -6,8 +6,11 @@ from . import grid_report, study_report
 from .runs import ExperimentError
 
 USAGE = """\
-Usage: {usage} compgen [options]            the compgen grid's report (see `compgen --help`)
-       {usage} nmt|lm OUT --doc FILE [--smoke]  a study's results document (see `nmt --help`)
+Usage: {usage} compgen [options]
+       {usage} nmt|lm OUT --doc FILE [--smoke]
+
+compgen: the compgen grid's report (options: `compgen --help`); nmt, lm: a study's results
+document from the outputs of scripts/compare-nmt.sh / compare-lm.sh (`nmt --help`).
 """
 
 
