@@ -3,11 +3,10 @@
 plugin_tools/experiments and `scripts/experiment.py --help`."""
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # plugin_tools, from any cwd
+import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
 
-from plugin_tools.experiments.cli import main  # noqa: E402
+from plugin_tools.experiments.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())
