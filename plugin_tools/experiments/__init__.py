@@ -6,9 +6,12 @@ plugin_tools.experiments`` or ``scripts/experiment.py``).
 - :mod:`.cogs_tagging_run`: ``cogs-tagging-run``, COGS as sequence tagging, per seed
   (scripts/cogs-tagging-run.sh);
 - :mod:`.grid`: ``grid`` (the issue-13 grid and the paper-budget grid, scripts/compgen-grid.sh;
-  the plan is :mod:`.grid_plan`) and ``tagging-variants`` (scripts/cogs-tagging-variants.sh);
+  the plan is :mod:`.grid_plan`);
+- :mod:`.tagging_variants`: ``tagging-variants`` (scripts/cogs-tagging-variants.sh);
+- :mod:`.studies`: ``study-nmt`` and ``study-lm`` (scripts/study-{nmt,lm}.sh: data once, then the
+  comparison pipelines scripts/compare-{nmt,lm}.sh);
 - :mod:`.grid_report` and :mod:`.study_report`: ``report compgen`` and ``report nmt|lm``
-  (scripts/compgen-grid-report.py, scripts/study-report.py).
+  (scripts/compgen-grid-report.py, scripts/study-report.py); :mod:`.cli` dispatches.
 
 What every driver repeats (one-line usage errors, seeds, the resume state of a run folder, locks,
 the time pieces of a resumed run, the results CSV, atomic data preparation) is one tested layer,
