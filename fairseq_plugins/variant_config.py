@@ -297,3 +297,17 @@ def parse_options(args, architecture=None, unavailable=None):
             raise PluginConfigError(message)
     options.set_position_embeddings(args)
     return options
+
+
+def set_options_before_init(module, options, **build_state):
+    """How the options reach every encoder, decoder and layer: set on ``module`` before its
+    ``super().__init__``, because fairseq's constructors call the build hooks
+    (``build_encoder_layer``, ``build_self_attention``, ...) from inside ``__init__``, and those
+    read them. ``build_state``: other attributes the hooks read (plain Python values).
+
+    (The encoder-decoder model's build_encoder / build_decoder are classmethods that fairseq calls
+    with the config only: ``options_being_built`` in models/variant_transformer.py carries the
+    options there, for the duration of build_model.)"""
+    module.options = options
+    for name, value in build_state.items():
+        setattr(module, name, value)

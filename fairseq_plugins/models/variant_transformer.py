@@ -30,15 +30,19 @@ from fairseq_plugins.modules.variant_layers import (
     VariantEncoderLayer,
     wrap_layer,
 )
-from fairseq_plugins.variant_config import VariantConfig, parse_options, set_variant_defaults
+from fairseq_plugins.variant_config import (
+    VariantConfig,
+    parse_options,
+    set_options_before_init,
+    set_variant_defaults,
+)
 from plugin_tools.errors import PluginConfigError
 
 
 class VariantTransformerEncoder(TransformerEncoderBase):
     def __init__(self, cfg, dictionary, embed_tokens, options, return_fc=False):
-        # fairseq's constructor calls build_encoder_layer: what it reads is set before
-        self.options = options
-        self._layers_built = 0  # fairseq builds the layers in order, without an index
+        # _layers_built: fairseq builds the layers in order, without an index
+        set_options_before_init(self, options, _layers_built=0)
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
         # RealFormer: one carry through the self-attentions (reset around every forward)
         apply_stack_options(self, "encoder", [[layer.self_attn for layer in self.layers]])
@@ -95,7 +99,7 @@ class VariantTransformerDecoder(TransformerDecoderBase):
     def __init__(
         self, cfg, dictionary, embed_tokens, options, no_encoder_attn=False, output_projection=None
     ):
-        self.options = options  # read by build_decoder_layer, which fairseq's constructor calls
+        set_options_before_init(self, options)
         super().__init__(
             cfg,
             dictionary,

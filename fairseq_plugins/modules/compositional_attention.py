@@ -60,7 +60,6 @@ from .biased_attention import BiasedAttention, split_width
 from .numerics import at_least_float32, softmax_fp32
 from .position_schemes import position_scheme_for
 
-
 # The constructor arguments that come from the variant option of the same name with the prefix
 # retrieval_ (--retrieval-scoring, ...).
 RETRIEVAL_ARGUMENTS = (

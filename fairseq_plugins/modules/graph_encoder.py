@@ -83,10 +83,13 @@ assert tuple(FUSIONS) == GRAPH_FUSIONS, "option_choices.py out of step"
 class GraphEncoderLayer(VariantEncoderLayer):
     attention_role = "graph"
 
+    @property
+    def attention_inner_dim(self):
+        """d/2 with --graph-half-dim (the attention builder checks that the heads divide it)."""
+        return self.embed_dim // 2 if self.options.graph_half_dim else None
+
     def __init__(self, cfg, options, return_fc=False):
         embed_dim = cfg.encoder.embed_dim
-        if options.graph_half_dim:  # (the attention builder checks that the heads divide it)
-            self.attention_inner_dim = embed_dim // 2
         super().__init__(cfg, options, return_fc=return_fc)
         # self.self_attn (built by fairseq's layer) is the high-order attention over I.
         self.mid_attn_incr_prev = self.build_attention(embed_dim, cfg)  # M1: q=I, k=v=P

@@ -8,6 +8,8 @@ from fairseq.modules.transformer_layer import (
     TransformerEncoderLayerBase,
 )
 
+from fairseq_plugins.variant_config import set_options_before_init
+
 from .attention_registry import AttentionSpec, build_attention
 
 
@@ -16,7 +18,7 @@ class VariantEncoderLayer(TransformerEncoderLayerBase):
     attention_inner_dim = None
 
     def __init__(self, cfg, options, return_fc=False):
-        self.options = options  # read by build_self_attention during super().__init__
+        set_options_before_init(self, options)
         super().__init__(cfg, return_fc=return_fc)
 
     def build_self_attention(self, embed_dim, cfg):
@@ -51,7 +53,7 @@ class VariantEncoderLayer(TransformerEncoderLayerBase):
 
 class VariantDecoderLayer(TransformerDecoderLayerBase):
     def __init__(self, cfg, options, no_encoder_attn=False, add_bias_kv=False, add_zero_attn=False):
-        self.options = options
+        set_options_before_init(self, options)
         super().__init__(
             cfg,
             no_encoder_attn=no_encoder_attn,
