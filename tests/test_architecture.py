@@ -137,3 +137,21 @@ def test_user_dir_registers_the_models_after_plugin_tools_was_imported():
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert proc.stdout.split() == ["True", "True"]
+
+
+def test_the_option_schema_imports_no_module_and_owns_its_vocabulary():
+    """variant_config.py and its vocabulary (option_choices.py) import nothing from the plugin's
+    modules/ or models/, nor torch (modules import the vocabulary, not the reverse); every
+    attention type the vocabulary names has a factory."""
+    from fairseq_plugins.modules.attention_registry import ATTENTION_FACTORIES
+    from fairseq_plugins.option_choices import ENCODER_ATTENTION_TYPES
+
+    for name in ("variant_config.py", "option_choices.py"):
+        tree = ast.parse((ROOT / "fairseq_plugins" / name).read_text())
+        imported = [
+            node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+        ]
+        imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        plugin = [m for m in imported if "modules" in m or "models" in m or m == "torch"]
+        assert plugin == [], f"{name} imports {plugin}"
+    assert set(ATTENTION_FACTORIES) == set(ENCODER_ATTENTION_TYPES)
