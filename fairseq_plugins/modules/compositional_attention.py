@@ -79,6 +79,7 @@ class CompositionalAttention(BiasedAttention):
         num_searches,
         num_retrievals,
         retrieval_qk_dim=32,
+        *,
         attn_dim=None,
         scoring="dot",
         mlp_hidden=None,

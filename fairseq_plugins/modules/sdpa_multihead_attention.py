@@ -29,7 +29,7 @@ def build_multihead_attention(options, spec):
 
 
 class SDPAMultiheadAttention(BiasedAttention):
-    def __init__(self, embed_dim, num_heads, inner_dim=None, bias=True, **attention_args):
+    def __init__(self, embed_dim, num_heads, *, inner_dim=None, bias=True, **attention_args):
         """``attention_args``: BiasedAttention's (dropout, self/cross attention, kdim, vdim,
         relative positions, quantization noise)."""
         inner_dim = inner_dim or embed_dim
