@@ -7,19 +7,20 @@ import pytest
 from conftest import ROOT, fairseq_train, run
 
 
+def trained(demo_bin, save, arch_args, updates):
+    """SAVE/checkpoint_last.pt after UPDATES updates of the model of ARCH_ARGS on the demo data."""
+    recipe = ["--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "500", "--cpu"]
+    fairseq_train(demo_bin, save, arch_args + recipe + ["--max-update", str(updates)])
+    return save / "checkpoint_last.pt"
+
+
 @pytest.mark.slow
 def test_value_scores_heatmaps_from_a_checkpoint(demo_bin, tmp_path):
-    save = tmp_path / "ckpt"
-    fairseq_train(
-        demo_bin,
-        save,
-        ["--arch", "compgen_small_2", "--attention-type", "compositional"]
-        + ["--num-retrievals", "2", "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "500"]
-        + ["--max-update", "2", "--cpu"],
-    )
+    compositional = ["--arch", "compgen_small_2", "--attention-type", "compositional"]
+    checkpoint = trained(demo_bin, tmp_path / "ckpt", compositional + ["--num-retrievals", "2"], 2)
     out = tmp_path / "plots"
     run(
-        [sys.executable, ROOT / "scripts/value-scores.py", save / "checkpoint_last.pt", demo_bin]
+        [sys.executable, ROOT / "scripts/value-scores.py", checkpoint, demo_bin]
         + ["--out", out, "--max-batches", "2"]
     )
     scores = json.loads((out / "value-scores.json").read_text())
@@ -38,15 +39,9 @@ def test_value_scores_heatmaps_from_a_checkpoint(demo_bin, tmp_path):
 
 @pytest.mark.slow
 def test_value_scores_refuses_a_model_without_compositional_attention(demo_bin, tmp_path):
-    save = tmp_path / "ckpt"
-    fairseq_train(
-        demo_bin,
-        save,
-        ["--arch", "compgen_abs", "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "500"]
-        + ["--max-update", "1", "--cpu"],
-    )
+    checkpoint = trained(demo_bin, tmp_path / "ckpt", ["--arch", "compgen_abs"], 1)
     proc = run(
-        [sys.executable, ROOT / "scripts/value-scores.py", save / "checkpoint_last.pt", demo_bin],
+        [sys.executable, ROOT / "scripts/value-scores.py", checkpoint, demo_bin],
         check=False,
     )
     assert proc.returncode == 2
