@@ -55,12 +55,15 @@ def run(cmd, cwd=None, env=None, check=True, timeout=900, stdin=None):
 
 # The command lines of fairseq's tools, built in one place. run()'s keywords (check, env, timeout)
 # pass through every builder.
+def fairseq_command(tool, data, args, user_dir=USER_DIR):
+    """The command line of fairseq's TOOL (fairseq-train, fairseq-validate, ...) on DATA (None: a
+    task that generates its data) with the plugin (--user-dir), then ARGS."""
+    return [tool] + [data] * (data is not None) + ["--user-dir", user_dir] + list(args)
+
+
 def fairseq_tool(tool, data, args, **kwargs):
-    """fairseq's command-line TOOL (fairseq-validate, fairseq-eval-lm, ...) on DATA (None: a task
-    that generates its data) with the plugin (--user-dir), then ARGS."""
-    return run(
-        [tool] + [data] * (data is not None) + ["--user-dir", USER_DIR] + list(args), **kwargs
-    )
+    """Runs fairseq_command(TOOL, DATA, ARGS)."""
+    return run(fairseq_command(tool, data, args), **kwargs)
 
 
 def fairseq_train(data, save, args, **kwargs):

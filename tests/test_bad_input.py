@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
-from conftest import ROOT, USER_DIR, run
+from conftest import ROOT, USER_DIR, fairseq_command, fairseq_preprocess, fairseq_train, run
 from model_testing import build
 
 import fairseq_plugins  # noqa: F401  (torch.load of fairseq checkpoints, weights_only)
@@ -44,12 +44,7 @@ def files(demo_raw, demo_bin, tmp_path_factory):
     """A trained checkpoint and the bad files made from it; separate-dictionary data."""
     tmp = tmp_path_factory.mktemp("bad_input")
     save = tmp / "save"
-    run(
-        ["fairseq-train", demo_bin, "--user-dir", USER_DIR, "--save-dir", save]
-        + ["--arch", "compgen_small_2"]
-        + TRAIN_ARGS,
-        env=ENV,
-    )
+    fairseq_train(demo_bin, save, ["--arch", "compgen_small_2"] + TRAIN_ARGS, env=ENV)
     ckpt = save / "checkpoint_last.pt"
     data = ckpt.read_bytes()
     (tmp / "truncated.pt").write_bytes(data[: len(data) // 2])
@@ -59,11 +54,7 @@ def files(demo_raw, demo_bin, tmp_path_factory):
     state["extra_state"]["payload"] = CodeRunningPayload(tmp / "pwned")
     torch.save(state, tmp / "evil.pt")
     separate = tmp / "separate_bin"
-    run(
-        ["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt"]
-        + ["--trainpref", demo_raw / "train", "--validpref", demo_raw / "valid"]
-        + ["--testpref", demo_raw / "test", "--destdir", separate, "--workers", "1"]
-    )
+    fairseq_preprocess(demo_raw, separate, joined=False)
     (tmp / "other_user_dir").mkdir()
     (tmp / "other_user_dir" / "__init__.py").write_text("")
     lines = (demo_raw / "test.tgt").read_text().splitlines()
@@ -84,23 +75,13 @@ def files(demo_raw, demo_bin, tmp_path_factory):
 
 
 def train(f, *extra, data=None, user_dir=USER_DIR):
-    return ["fairseq-train", data or f["bin"], "--user-dir", user_dir, "--save-dir", f["save"]] + [
-        *TRAIN_ARGS,
-        *extra,
-    ]
+    args = ["--save-dir", f["save"], *TRAIN_ARGS, *extra]
+    return fairseq_command("fairseq-train", data or f["bin"], args, user_dir=user_dir)
 
 
 def generate(f, path, *extra, data=None):
-    return ["fairseq-generate", data or f["bin"], "--user-dir", USER_DIR, "--path", path] + [
-        "--cpu",
-        "--batch-size",
-        "16",
-        "--beam",
-        "1",
-        "--max-len-b",
-        "5",
-        *extra,
-    ]
+    args = ["--path", path, "--cpu", "--batch-size", "16", "--beam", "1", "--max-len-b", "5"]
+    return fairseq_command("fairseq-generate", data or f["bin"], args + list(extra))
 
 
 def script(name, *args):

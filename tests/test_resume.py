@@ -18,7 +18,7 @@ import time
 
 import pytest
 import torch
-from conftest import BIN, USER_DIR, run
+from conftest import BIN, USER_DIR, fairseq_command, fairseq_train, run
 
 import fairseq_plugins  # noqa: F401  (torch.load of fairseq checkpoints, weights_only)
 
@@ -32,9 +32,8 @@ ENV = {"OMP_NUM_THREADS": "1"}
 
 
 def train(data, save_dir, max_update, check=True, extra=()):
-    cmd = ["fairseq-train", data, "--user-dir", USER_DIR, "--save-dir", save_dir]
-    cmd += TRAIN + ["--max-update", str(max_update)] + list(extra)
-    return run(cmd, env=ENV, check=check)
+    args = TRAIN + ["--max-update", str(max_update)] + list(extra)
+    return fairseq_train(data, save_dir, args, env=ENV, check=check)
 
 
 def losses(log):
@@ -152,8 +151,8 @@ def test_kill_while_writing_checkpoint_last_leaves_a_loadable_one(demo_bin, stra
 @pytest.mark.slow
 def test_sigkill_during_training_then_resume(demo_bin, tmp_path):
     """A real kill -9 at an arbitrary moment of a run that saves after every update."""
-    cmd = [BIN / "fairseq-train", demo_bin, "--user-dir", USER_DIR, "--save-dir", tmp_path]
-    cmd += TRAIN + ["--max-update", "1000", "--save-interval-updates", "1"]
+    cmd = fairseq_command(BIN / "fairseq-train", demo_bin, ["--save-dir", tmp_path] + TRAIN)
+    cmd += ["--max-update", "1000", "--save-interval-updates", "1"]
     cmd += ["--keep-interval-updates", "2"]
     log_path = tmp_path / "train.log"
     with open(log_path, "w") as log:
