@@ -3,7 +3,7 @@
 fairseq's CLIs let every exception escape as a traceback. In those commands only (fairseq-train,
 -generate, -interactive, -validate, -eval-lm, -preprocess, ...; never in a user's own program or
 notebook that imports the plugin), a ``sys.excepthook`` prints ``fairseq_plugins: error: <message>``
-on one line for a :class:`~fairseq_plugins.errors.PluginError`; every other exception keeps its
+on one line for a :class:`~plugin_tools.errors.PluginError`; every other exception keeps its
 traceback. ``FAIRSEQ_PLUGINS_TRACEBACK=1`` shows the traceback of ours too.
 """
 
