@@ -100,7 +100,26 @@ def series(records, metric, x):
     return xs, ys
 
 
-def plot(logs, labels, metric, xs_kinds, out, subset="valid"):
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+LINESTYLES = ("-", "--", "-.", ":")
+
+
+def grouped_series(member_series):
+    """[(xs, ys)] of the runs of one group (seeds) -> (xs, mean, low, high) at every x that
+    at least one run reached (mean and range over the runs that reached it)."""
+    by_x = {}
+    for xs, ys in member_series:
+        for x, y in zip(xs, ys):
+            by_x.setdefault(x, []).append(y)
+    xs = sorted(by_x)
+    mean = [sum(by_x[x]) / len(by_x[x]) for x in xs]
+    return xs, mean, [min(by_x[x]) for x in xs], [max(by_x[x]) for x in xs]
+
+
+def plot(logs, labels, metric, xs_kinds, out, subset="valid", group=False):
+    """One panel per x kind; one line per log, or with GROUP one line per distinct label: the
+    mean over its logs (seeds) with a band from the lowest to the highest. Every line has its own
+    marker and dash, so that overlapping lines stay distinguishable."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -114,11 +133,24 @@ def plot(logs, labels, metric, xs_kinds, out, subset="valid"):
                 f"{path}: validation lines have no '{metric}' (they have: {', '.join(have)})"
             )
     fig, axes = plt.subplots(1, len(xs_kinds), figsize=(6 * len(xs_kinds), 4.2), squeeze=False)
+    names = list(dict.fromkeys(labels)) if group else list(labels)
     for ax, x in zip(axes[0], xs_kinds):
-        for label, records in zip(labels, parsed):
-            xs, ys = series(records, metric, x)
-            if xs:
-                ax.plot(xs, ys, marker="o", markersize=3, label=label)
+        for i, name in enumerate(names):
+            style = {"marker": MARKERS[i % len(MARKERS)], "markersize": 4}
+            style["linestyle"] = LINESTYLES[i % len(LINESTYLES)]
+            if group:
+                members = [series(r, metric, x) for lb, r in zip(labels, parsed) if lb == name]
+                xs, ys, low, high = grouped_series(members)
+                n = len(members)
+                if not xs:
+                    continue
+                (line,) = ax.plot(xs, ys, label=f"{name} (mean of {n})", **style)
+                if n > 1:
+                    ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.2)
+            else:
+                xs, ys = series(parsed[i], metric, x)
+                if xs:
+                    ax.plot(xs, ys, label=name, **style)
         ax.set_xlabel("epoch" if x == "epoch" else "updates")
         ax.set_ylabel(f"{subset} {metric}")
         ax.set_title(f"{subset} {metric} vs {'epoch' if x == 'epoch' else 'updates'}")
@@ -156,15 +188,21 @@ def main(argv=None):
     p.add_argument("--out", default="curves.png", help="output PNG (default curves.png)")
     p.add_argument("--labels", nargs="+", metavar="NAME", help="legend labels, one per LOG")
     p.add_argument("--subset", default="valid", help="validation subset name (default valid)")
+    p.add_argument(
+        "--group",
+        action="store_true",
+        help="logs with the same label (seeds of one system) are one line: their mean, with a "
+        "band from the lowest to the highest",
+    )
     args = p.parse_intermixed_args(argv)
     if args.labels and len(args.labels) != len(args.logs):
         p.error(f"--labels has {len(args.labels)} names for {len(args.logs)} logs")
     labels = args.labels or [Path(log).parent.name or Path(log).stem for log in args.logs]
-    if len(set(labels)) != len(labels):
+    if len(set(labels)) != len(labels) and not args.group:
         labels = list(args.logs)
     xs_kinds = ["epoch", "updates"] if args.x == "both" else [args.x]
     try:
-        parsed = plot(args.logs, labels, args.metric, xs_kinds, args.out, args.subset)
+        parsed = plot(args.logs, labels, args.metric, xs_kinds, args.out, args.subset, args.group)
     except LogError as exc:
         sys.stderr.write(f"{PROG}: error: {exc}\n")
         return 2

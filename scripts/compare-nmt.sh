@@ -25,6 +25,10 @@ with checkpoint_best.pt on the test subset; then scripts/significance.sh (BLEU, 
 paired bootstrap and approximate randomization) of every system against the first one, per seed,
 scripts/plot-curves.py of the validation loss, and OUT/REPORT.md.
 
+Two processes started with the same command (one per core) share the work: each run folder
+is locked while it trains or decodes, a process skips the runs another holds, and both wait for
+every run before the significance tests and the report.
+
 Resumable: a run whose training finished (RUN/train.done) is not trained again; an unfinished
 one resumes from RUN/checkpoints/checkpoint_last.pt (the log is appended to RUN/train.log); a
 decoding that finished after the last training (RUN/generate.done) is reused. Delete a run's
@@ -167,19 +171,42 @@ check_configs
 command -v python >/dev/null || die "no python on PATH"
 write_invocation invocation.txt
 
-printf 'name\tseed\tarch\tconfig\tdir\tsrc\ttgt\tbeam\tlenpen\tselected\n' > "$out/runs.tsv"
-rows=() logs=() labels=()
+# Two passes, so that several processes started with the same command share the runs (one
+# process per core; each run folder is locked, RUN/run.lock, while it trains or decodes): the
+# claim pass takes the runs no other process holds and skips the others; the collect pass, under
+# OUT/report.lock, waits for every run (doing what is left), then collects the rows, the
+# significance tests and the report (the last process to get there writes them last).
 declare -A hyps_by_seed=()
+for pass in claim collect; do
+if [[ $pass == collect ]]; then
+  exec {report_fd}>"$out/report.lock"
+  flock "$report_fd"
+  printf 'name\tseed\tarch\tconfig\tdir\tsrc\ttgt\tbeam\tlenpen\tselected\n' > "$out/runs.tsv"
+  rows=() logs=() labels=() hyps_by_seed=()
+fi
 for seed in "${seeds[@]}"; do
   for cfg in "${configs[@]}"; do
     load_config "$cfg"
     sysdir=$out/$NAME dir=$out/$NAME tb=$NAME
     [[ -n $seed ]] && dir=$sysdir/seed$seed tb=$NAME-seed$seed
     mkdir -p "$dir"
+    if [[ $pass == claim && -f $dir/train.done && -f $dir/generate.done \
+          && $dir/generate.done -nt $dir/checkpoints/checkpoint_best.pt ]]; then
+      continue  # finished: the collect pass reports it
+    fi
+    exec {run_fd}>"$dir/run.lock"
+    if [[ $pass == claim ]] && ! flock -n "$run_fd"; then
+      echo "compare-nmt.sh: [$tb] busy in another process, skipped for now" >&2
+      exec {run_fd}>&-
+      continue
+    fi
+    [[ $pass == claim ]] || flock "$run_fd"
     cp "$cfg" "$sysdir/config.sh"
     selected=""
     if [[ ${#SELECT_FROM[@]} -gt 0 ]]; then
       sel_name=$NAME sel_epochs=$SELECT_EPOCHS cands=("${SELECT_FROM[@]}")
+      exec {select_fd}>"$sysdir/select.lock"  # one process selects, the others wait for it
+      flock "$select_fd"
       if [[ ! -f $sysdir/selection.txt ]]; then
         [[ $skip_train == 0 ]] || die "[$sel_name] --skip-train but no $sysdir/selection.txt"
         best_cfg="" best_loss="" lines=()
@@ -204,6 +231,7 @@ for seed in "${seeds[@]}"; do
         } > "$sysdir/selection.txt"
         echo "compare-nmt.sh: [$sel_name] selected $best_cfg (best valid loss $best_loss after $sel_epochs epochs)" >&2
       fi
+      exec {select_fd}>&-
       win_cfg=$(awk -F'\t' '$1 == "winner" {print $2}' "$sysdir/selection.txt")
       load_config "$win_cfg"
       selected=$NAME
@@ -253,6 +281,8 @@ for seed in "${seeds[@]}"; do
       echo $((SECONDS - start)) > "$dir/generate.seconds"
       touch "$dir/generate.done"
     fi
+    exec {run_fd}>&-
+    [[ $pass == collect ]] || continue
     hyps_by_seed[s$seed]+="$dir/generate-$subset.txt"$'\n'
     params=- updates=- best=- epochs=- wps=- seconds=-
     cpu=-
@@ -272,6 +302,7 @@ for seed in "${seeds[@]}"; do
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$NAME" "${seed:-}" "$ARCH" "$ARCH_CFG" "$dir" \
       "$SRC" "$TGT" "$BEAM" "$LENPEN" "$selected" >> "$out/runs.tsv"
   done
+done
 done
 
 tok_flag=(--tokenized); [[ $tokenized == 0 ]] && tok_flag=()

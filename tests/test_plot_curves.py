@@ -113,3 +113,56 @@ def test_clear_errors(train_logs, tmp_path):
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and named in lines[0], proc.stderr
         assert not (tmp_path / "x.png").exists()
+
+
+def _synthetic_log(path, ppls, updates_per_epoch=10):
+    """A fairseq-train log in simple format with one validation line per epoch."""
+    lines = [
+        f"2026-01-01 | INFO | valid | epoch {e:03d} | valid on 'valid' subset | loss "
+        f"{p / 100:.3f} | ppl {p} | num_updates {e * updates_per_epoch}"
+        for e, p in enumerate(ppls, 1)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_grouped_series_mean_and_range_over_seeds():
+    # two seeds; the second stopped an epoch earlier: the last x has one run
+    xs, mean, low, high = plot_curves.grouped_series([([1, 2, 3], [9, 7, 6]), ([1, 2], [11, 5])])
+    assert xs == [1, 2, 3]
+    assert mean == [10, 6, 6] and low == [9, 5, 6] and high == [11, 7, 6]
+
+
+def test_group_draws_one_line_and_band_per_system(tmp_path, monkeypatch):
+    """--group: logs with the same label are one line (mean) with a band (range); lines differ
+    in marker and dash."""
+    logs = [
+        _synthetic_log(tmp_path / "a1.log", [300, 200, 150]),
+        _synthetic_log(tmp_path / "a2.log", [320, 210, 160]),
+        _synthetic_log(tmp_path / "b1.log", [300, 200, 150]),  # b overlaps a's first seed exactly
+        _synthetic_log(tmp_path / "b2.log", [280, 190, 140]),
+    ]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    saved = {}
+    monkeypatch.setattr(plt, "close", lambda fig: saved.setdefault("fig", fig))
+    out = tmp_path / "curves.png"
+    plot_curves.plot(logs, ["a", "a", "b", "b"], "ppl", ["epoch"], out, group=True)
+    assert out.read_bytes()[:8] == PNG_MAGIC
+    ax = saved["fig"].axes[0]
+    lines = ax.get_lines()
+    assert [ln.get_label() for ln in lines] == ["a (mean of 2)", "b (mean of 2)"]
+    assert list(lines[0].get_ydata()) == [310, 205, 155]
+    assert list(lines[1].get_ydata()) == [290, 195, 145]
+    assert lines[0].get_marker() != lines[1].get_marker()
+    assert lines[0].get_linestyle() != lines[1].get_linestyle()
+    assert len(ax.collections) == 2  # one band per system
+    # the command line: --group keeps repeated labels
+    proc = run(
+        ["python", SCRIPT, *logs, "--labels", "a", "a", "b", "b", "--group", "--out", out]
+        + ["--x", "epoch"]
+    )
+    assert "a: 3 points" in proc.stdout

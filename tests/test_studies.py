@@ -71,11 +71,13 @@ def test_study_report_errors(tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("kind", ["nmt", "lm"])
-def test_study_prepares_data_once_then_runs_the_comparison(kind, tmp_path, monkeypatch):
-    """What `study-nmt` / `study-lm` run (in-process, with the subprocess and the exec stubbed):
-    the data preparation when its dictionary is missing, the invocation file, then the
-    comparison pipeline with the study's configs, the smoke budget and the options after `--`."""
+@pytest.mark.parametrize("direction", ["en-de", "de-en"])
+def test_study_prepares_data_once_then_runs_the_comparison(direction, tmp_path, monkeypatch):
+    """What `study-nmt` runs (in-process, with the subprocess and the exec stubbed): the data
+    preparation when its dictionary is missing, the invocation file, then the comparison
+    pipeline with the direction's configs, 3 seeds, the smoke budget and the options after
+    `--`."""
+    kind = "nmt"
     from plugin_tools.experiments import studies
 
     ran, execd = [], []
@@ -88,11 +90,12 @@ def test_study_prepares_data_once_then_runs_the_comparison(kind, tmp_path, monke
     monkeypatch.setattr(studies.os, "execvp", fake_exec)
     monkeypatch.chdir(tmp_path)  # the study changes to the checkout; restored afterwards
     out = tmp_path / "out"
-    argv = ["--out", str(out), "--smoke", "--threads", "1", "--", "--skip-train"]
+    argv = ["--out", str(out), "--smoke", "--threads", "1", "--direction", direction]
+    argv += ["--", "--skip-train"]
     usage = f"scripts/study-{kind}.sh"
     with pytest.raises(SystemExit):
         studies.run_study(kind, argv, f"study-{kind}.sh", usage)
-    data = {"nmt": "data-bin/multi30k.en-de-smoke", "lm": "data-bin/wikitext-2-smoke"}[kind]
+    data = f"data-bin/multi30k.{direction}-smoke"
     if not (ROOT / data / "bin").is_dir():
         assert ran[0][:2] == [
             "bash",
@@ -106,11 +109,14 @@ def test_study_prepares_data_once_then_runs_the_comparison(kind, tmp_path, monke
     assert cmd[cmd.index("--doc") + 1] == f"{out}/results-{kind}.md" and "--smoke" in cmd
     configs = [c for c in cmd if c.startswith("configs/")]
     assert all((ROOT / c).is_file() for c in configs)
-    assert len(configs) == (4 if kind == "nmt" else 2)
-    if kind == "nmt":
-        assert cmd[cmd.index("--seeds") + 1] == "1" and "--select-epochs" in cmd
-    else:
-        assert cmd[cmd.index("--context-window") + 1] == "128"
+    pair = direction.replace("-", "")
+    expected = {
+        "en-de": ["baseline", "baseline-wide", "compositional", "graph-halfdim-weightgate"]
+        + ["graph-best"],
+        "de-en": ["baseline", "baseline-wide", "graph-halfdim-weightgate", "graph-selfgate"],
+    }[direction]
+    assert configs == [f"configs/nmt/multi30k-{pair}-{s}.sh" for s in expected]
+    assert cmd[cmd.index("--seeds") + 1] == "1,2,3" and "--select-epochs" in cmd
 
 
 class _Done:
@@ -123,10 +129,12 @@ def _source(cfg, expr):
 
 
 def test_nmt_study_configs():
-    cfgs = {c.stem: c for c in (ROOT / "configs" / "nmt").glob("multi30k-ende-*.sh")}
+    cfgs = {c.stem: c for c in (ROOT / "configs" / "nmt").glob("multi30k-*.sh")}
     base_args = _source(cfgs["multi30k-ende-baseline"], 'printf "%s\\n" "${TRAIN_ARGS[@]}"')
+    wide = ["--encoder-ffn-embed-dim", "768", "--decoder-ffn-embed-dim", "768"]
     expected_extra = {
         "multi30k-ende-baseline": ("transformer", []),
+        "multi30k-ende-baseline-wide": ("transformer", wide),
         "multi30k-ende-compositional": (
             "compositional_transformer",
             ["--attention-type", "compositional", "--num-searches", "4", "--num-retrievals", "4"],
@@ -138,12 +146,18 @@ def test_nmt_study_configs():
         "multi30k-ende-graph-sum": ("graph_transformer", ["--graph-fusion", "sum"]),
         "multi30k-ende-graph-selfgate": ("graph_transformer", ["--graph-fusion", "self-gate"]),
     }
+    # the De-En study (the Graph-Transformer's own direction): the same systems, reversed
+    for sys_name in ("baseline", "baseline-wide", "graph-halfdim-weightgate", "graph-selfgate"):
+        expected_extra[f"multi30k-deen-{sys_name}"] = expected_extra[f"multi30k-ende-{sys_name}"]
     for stem, (arch, extra) in expected_extra.items():
         out = _source(
-            cfgs[stem], 'echo "$NAME|$ARCH|$SRC|$TGT|$BEAM"; printf "%s\\n" "${TRAIN_ARGS[@]}"'
+            cfgs[stem],
+            'echo "$NAME|$ARCH|$SRC|$TGT|$BEAM|$DATA"; printf "%s\\n" "${TRAIN_ARGS[@]}"',
         )
         first, *args = out.splitlines()
-        assert first == f"{stem}|{arch}|en|de|5"
+        pair = "en|de" if "-ende-" in stem else "de|en"
+        data = "data-bin/multi30k." + pair.replace("|", "-") + "/bin"
+        assert first == f"{stem}|{arch}|{pair}|5|{data}"
         # one recipe: the baseline's arguments, then the architecture's own flags only
         assert "\n".join(args[: len(args) - len(extra)]) == base_args.rstrip("\n")
         assert args[len(args) - len(extra) :] == extra
@@ -156,35 +170,48 @@ def test_nmt_study_configs():
 
 
 def test_lm_study_configs_same_tokens_and_params():
+    """The three LM systems: the same data, batches and widths; the matched baseline is the
+    compositional LM with multi-head attention (shared layers, the same ffn), within 5% of its
+    parameters, and within 2% of the stock model's at the study's 8,004-entry dictionary."""
     cfgs = {c.stem: c for c in (ROOT / "configs" / "lm").glob("wikitext2-study-*.sh")}
-    assert set(cfgs) == {"wikitext2-study-baseline", "wikitext2-study-compositional"}
+    stems = ["wikitext2-study-" + s for s in ("baseline", "matched", "compositional")]
+    assert set(cfgs) == set(stems)
     from model_testing import parse_lm_config
 
     parsed = {}
     for stem, cfg in cfgs.items():
         lines = _source(cfg, 'echo "$ARCH"; printf "%s\\n" "${TRAIN_ARGS[@]}"').splitlines()
         parsed[stem] = (lines[0], parse_lm_config(lines[0], " ".join(map(repr, lines[1:]))))
-    (ab, b), (ac, c) = parsed["wikitext2-study-baseline"], parsed["wikitext2-study-compositional"]
-    assert (ab, ac) == ("transformer_lm", "compositional_transformer_lm")
+    (ab, b), (am, m), (ac, c) = (parsed[s] for s in stems)
+    assert (ab, am, ac) == (
+        "transformer_lm",
+        "compositional_transformer_lm_baseline",
+        "compositional_transformer_lm",
+    )
     for k in ("max_update", "max_tokens", "tokens_per_sample", "update_freq", "decoder_embed_dim"):
-        assert getattr(b, k) == getattr(c, k), k  # the same tokens and widths
+        assert getattr(b, k) == getattr(c, k) == getattr(m, k), k  # the same tokens and widths
     assert c.share_decoder_layers and not getattr(b, "share_decoder_layers", False)
     assert c.num_searches == c.num_retrievals == c.decoder_attention_heads == 4
-    # parameter counts within 2% (the vocabulary of WikiText-2: 33,276 words + 4 specials)
+    # the matched pair differs in the attention alone
+    assert m.share_decoder_layers and m.attention_type == "multihead"
+    assert c.attention_type == "compositional"
+    for k in ("decoder_layers", "decoder_ffn_embed_dim", "decoder_attention_heads", "dropout"):
+        assert getattr(m, k) == getattr(c, k), k
     from types import SimpleNamespace
 
     from fairseq.data import Dictionary
     from fairseq.models import build_model
 
     d = Dictionary()
-    for i in range(33280 - len(d)):
+    for i in range(8004 - len(d)):
         d.add_symbol(f"w{i}")
     task = SimpleNamespace(source_dictionary=d, target_dictionary=d)
     n = {
         k: sum(p.numel() for p in build_model(a, task).parameters()) for k, (_, a) in parsed.items()
     }
-    ratio = n["wikitext2-study-compositional"] / n["wikitext2-study-baseline"]
-    assert abs(ratio - 1) < 0.02, n
+    comp, matched, stock = (n[s] for s in reversed(stems))
+    assert (stock, matched, comp) == (1_817_344, 1_798_208, 1_815_776)  # as the configs say
+    assert abs(comp / matched - 1) < 0.05 and abs(comp / stock - 1) < 0.02
 
 
 @pytest.mark.slow

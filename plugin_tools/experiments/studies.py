@@ -14,21 +14,29 @@ from . import runs
 from .runs import ROOT, ExperimentError
 
 NMT_USAGE = """\
-Usage: {usage} [--out DIR] [--seeds LIST] [--doc FILE] [--smoke] [--threads N]
-                            [-- compare-nmt.sh options]
+Usage: {usage} [--direction en-de|de-en] [--out DIR] [--seeds LIST] [--doc FILE]
+                            [--smoke] [--threads N] [-- compare-nmt.sh options]
 
-The Multi30k English->German study, resumable (run the same command again after an interruption:
-finished systems/seeds are skipped, unfinished training resumes from checkpoint_last.pt):
-  1. data: scripts/prepare-multi30k.sh data-bin/multi30k.en-de --src en --tgt de (once);
-  2. scripts/compare-nmt.sh with configs/nmt/multi30k-ende-{{baseline,compositional,
-     graph-halfdim-weightgate,graph-best}}.sh (graph-best picks sum or self-gate on validation),
-     --tensorboard, per seed; paired bootstrap/approximate randomization on BLEU, chrF, tok-BLEU;
-  3. scripts/study-report.py nmt: the results document with tables, curves, commands, machine.
+The Multi30k study, resumable (run the same command again after an interruption: finished
+systems/seeds are skipped, unfinished training resumes from checkpoint_last.pt) and shared: the
+same command started twice (one process per core) splits the runs (compare-nmt.sh locks each).
+  1. data: scripts/prepare-multi30k.sh data-bin/multi30k.SRC-TGT --src SRC --tgt TGT (once);
+  2. scripts/compare-nmt.sh, per seed, with
+     en-de: configs/nmt/multi30k-ende-{{baseline,baseline-wide,compositional,
+            graph-halfdim-weightgate,graph-best}}.sh (graph-best picks sum or self-gate on
+            validation; baseline-wide: stock at the parameter count of the largest system);
+     de-en: configs/nmt/multi30k-deen-{{baseline,baseline-wide,graph-halfdim-weightgate,
+            graph-selfgate}}.sh (the Graph-Transformer at the paper's direction, both gates);
+     --tensorboard; paired bootstrap/approximate randomization on BLEU, chrF, tok-BLEU per seed;
+  3. scripts/study-report.py nmt: the results document: tables, the across-seed paired t-tests
+     with Holm's correction, curves, commands, machine.
 
-  --out DIR     study folder (default outputs/study-nmt; with --smoke outputs/study-nmt-smoke)
-  --seeds LIST  training seeds, comma-separated (default 1; 1,2 when the budget allows)
-  --doc FILE    results document (default docs/results-nmt.md; with --smoke
-                OUT/results-nmt.md, so a smoke run never replaces the results)
+  --direction D en-de (default) or de-en
+  --out DIR     study folder (default outputs/study-nmt, de-en: outputs/study-nmt-deen; with
+                --smoke the same with -smoke)
+  --seeds LIST  training seeds, comma-separated (default 1,2,3)
+  --doc FILE    results document (default docs/results-nmt.md, de-en: docs/results-nmt-deen.md;
+                with --smoke OUT/results-nmt.md, so a smoke run never replaces the results)
   --smoke       pipeline check at a tiny budget: 1000 training / 100 evaluation sentences
                 (data-bin/multi30k.en-de-smoke), 2 epochs (selection: 1), 200 bootstrap
                 resamples, 500 randomization trials; the document is labelled
@@ -58,7 +66,16 @@ interruption: a finished system is skipped, an unfinished one resumes from check
 Options after `--` go to scripts/compare-lm.sh (e.g. -- --train-args "--max-update 3000").
 """
 
-NMT_SYSTEMS = ("baseline", "compositional", "graph-halfdim-weightgate", "graph-best")
+NMT_SYSTEMS = {
+    "en-de": (
+        "baseline",
+        "baseline-wide",
+        "compositional",
+        "graph-halfdim-weightgate",
+        "graph-best",
+    ),
+    "de-en": ("baseline", "baseline-wide", "graph-halfdim-weightgate", "graph-selfgate"),
+}
 
 
 def parse(kind, argv, usage):
@@ -68,31 +85,38 @@ def parse(kind, argv, usage):
     p.add_argument("--smoke", action="store_true")
     p.add_argument("--threads", default=os.environ.get("OMP_NUM_THREADS", "1"))
     if kind == "nmt":
-        p.add_argument("--seeds", default="1")
+        p.add_argument("--seeds", default="1,2,3")
+        p.add_argument("--direction", default="en-de")
     args = p.parse_with_extra(argv)
     args.threads = runs.check_positive(args.threads, "--threads")
     if kind == "nmt" and not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", args.seeds):
         raise ExperimentError("--seeds needs comma-separated positive integers (e.g. 1,2)")
+    if kind == "nmt":
+        runs.check_choice(args.direction, "--direction", tuple(NMT_SYSTEMS))
     return args
 
 
 def plan(kind, args):
     """(data folder, its preparation command, the comparison command) of a study."""
     smoke = "-smoke" if args.smoke else ""
-    args.out = args.out or f"outputs/study-{kind}{smoke}"
+    src, tgt = args.direction.split("-") if kind == "nmt" else ("", "")
+    deen = "-deen" if kind == "nmt" and args.direction == "de-en" else ""
+    args.out = args.out or f"outputs/study-{kind}{deen}{smoke}"
     if args.doc is None:  # a smoke run's document goes into OUT: it never replaces the results
-        args.doc = f"{args.out}/results-{kind}.md" if args.smoke else f"docs/results-{kind}.md"
+        args.doc = (
+            f"{args.out}/results-{kind}.md" if args.smoke else f"docs/results-{kind}{deen}.md"
+        )
     if kind == "nmt":
-        data = f"data-bin/multi30k.en-de{smoke}"
-        prepare = ["bash", "scripts/prepare-multi30k.sh", data, "--src", "en", "--tgt", "de"]
+        data = f"data-bin/multi30k.{src}-{tgt}{smoke}"
+        prepare = ["bash", "scripts/prepare-multi30k.sh", data, "--src", src, "--tgt", tgt]
         prepare += ["--max-train-lines", "1000", "--max-eval-lines", "100"] if args.smoke else []
-        cfgs = [f"configs/nmt/multi30k-ende-{s}.sh" for s in NMT_SYSTEMS]
+        cfgs = [f"configs/nmt/multi30k-{src}{tgt}-{s}.sh" for s in NMT_SYSTEMS[args.direction]]
         compare = ["bash", "scripts/compare-nmt.sh", *cfgs, "--data", f"{data}/bin"]
         compare += ["--out", args.out, "--seeds", args.seeds, "--tensorboard", "--doc", args.doc]
         if args.smoke:
             compare += ["--train-args", "--max-epoch 2", "--select-epochs", "1"]
             compare += ["--resamples", "200", "--trials", "500", "--smoke"]
-        return data, f"{data}/bin/dict.de.txt", prepare, compare
+        return data, f"{data}/bin/dict.{tgt}.txt", prepare, compare
     data = f"data-bin/wikitext-2{smoke}"
     prepare = ["bash", "scripts/prepare-wikitext.sh", "2", "--out", data]
     prepare += ["--max-train-lines", "3000", "--max-eval-lines", "300"] if args.smoke else []
@@ -114,10 +138,11 @@ def run_study(kind, argv, prog, usage):
     runs.tool_environment(args.threads)
     os.chdir(ROOT)  # the defaults and the configs are relative to the checkout
     data, marker, prepare, compare = plan(kind, args)
-    if not Path(marker).is_file():
-        runs.say(prog, f"preparing {data}")
-        if subprocess.run(prepare, stdout=sys.stderr).returncode != 0:
-            raise ExperimentError(f"data preparation failed ({' '.join(prepare[1:])})")
+    with runs.FileLock(f"{data}.lock"):  # a second process started at once waits for it
+        if not Path(marker).is_file():
+            runs.say(prog, f"preparing {data}")
+            if subprocess.run(prepare, stdout=sys.stderr).returncode != 0:
+                raise ExperimentError(f"data preparation failed ({' '.join(prepare[1:])})")
     # The exact command, for the results document.
     invocation = ["bash", usage] if usage.endswith(".sh") else usage.split()
     Path(args.out).mkdir(parents=True, exist_ok=True)
@@ -132,4 +157,6 @@ def main_nmt(argv, prog="study-nmt", usage="scripts/experiment.py study-nmt"):
 
 
 def main_lm(argv, prog="study-lm", usage="scripts/experiment.py study-lm"):
-    return run_study("lm", argv, prog, usage)
+    from . import lm_study  # issue 22: the LM study is its own driver (sweep, seeds, stopping)
+
+    return lm_study.main(argv, prog=prog, usage=usage)

@@ -1,10 +1,11 @@
-"""Usage: scripts/study-report.py nmt|lm OUT --doc FILE [--smoke]
+"""Usage: scripts/study-report.py nmt|lm|lm-study OUT --doc FILE [--smoke]
        (the same: scripts/experiment.py report nmt|lm ...)
 
 `report nmt|lm`: write the results document of a study from its outputs (issue 14).
 
   study-report.py nmt OUT --doc docs/results-nmt.md [--smoke]   # OUT of scripts/compare-nmt.sh
   study-report.py lm  OUT --doc docs/results-lm.md  [--smoke]   # OUT of scripts/compare-lm.sh
+  study-report.py lm-study OUT --doc docs/results-lm.md [--smoke] # OUT of scripts/study-lm.sh
 
 Reads OUT/runs.tsv, every run's train.log, train.seconds (wall and CPU seconds of training),
 selection.txt, the significance JSON files (nmt) and eval-{valid,test}.txt (lm); writes the
@@ -23,6 +24,8 @@ import statistics
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .. import plot_curves
+from . import study_stats
 from .runs import ExperimentError, Parser
 
 PROG = "study-report.py"
@@ -33,12 +36,23 @@ SMOKE_BANNER = (
     "rewrites this document)."
 )
 STUDY_COMMAND = {"nmt": "bash scripts/study-nmt.sh", "lm": "bash scripts/study-lm.sh"}
-# The reference point of the NMT baseline: left to be filled in by whoever runs the study (we
-# only cite numbers we are sure of).
+# The reference point of the NMT baseline (issue 22). We cite only a number we could check; the
+# search for one (2026-12-01) found none, and the text says so.
 PUBLISHED_NMT = (
-    "A published small-model Multi30k En-De (test 2016 flickr) score to compare the baseline with "
-    "is **to be filled in**: we did not find one we could cite with certainty (same data version, "
-    "same tokenization and BLEU variant) while preparing the study."
+    "No published reference point is given: we looked for a peer-reviewed score of a small "
+    "Transformer trained from scratch on Multi30k task 1 En→De, test 2016 flickr, with its "
+    "tokenization and BLEU variant stated (the text-only baselines of the WMT16-18 multimodal "
+    "shared-task papers and of later multimodal-translation papers), and found none whose "
+    "number we could verify from the source within the search we could do (stored web pages "
+    "and repositories, no journal access). One unreviewed repository README "
+    "(github.com/psh150204/Transformer) reports BLEU 30.59-32.81 for a PyTorch Transformer on "
+    "Multi30k, but states neither the direction, the test set version, the model size nor the "
+    "BLEU variant, so it is not a reference point either. What a comparable number needs: the same "
+    "test set (test_2016_flickr, 1,000 sentences), detokenized sacreBLEU (or tokenized BLEU on "
+    "the same tokenization), a model of our size (about 2.4M parameters, 3+3 layers, d 128) "
+    "and no pre-training or extra data; text-only baselines in multimodal papers are usually "
+    "larger (d 256-512) and trained to convergence, so they would be an upper reference for "
+    "our CPU budget, not a like-for-like one."
 )
 
 
@@ -263,15 +277,16 @@ def nmt_doc(out, smoke):
     baseline = names[0]
     stats = {(r["name"], r["seed"]): run_stats(r["dir"]) for r in runs}
     sig = {s: load_significance(out, s) for s in seeds}
-    lines = header(
-        "Multi30k English→German: stock vs compositional vs Graph-Transformer", smoke, out, "nmt"
-    )
     r0 = runs[0]
+    lang = {"en": "English", "de": "German"}
+    pair = f"{lang.get(r0['src'], r0['src'])}→{lang.get(r0['tgt'], r0['tgt'])}"
+    lines = header(f"Multi30k {pair}: stock vs the plugin's systems", smoke, out, "nmt")
     facts = data_facts(r0["dir"])
     sizes = ", ".join(f"{k} {facts[k]:,} pairs" for k in ("train", "valid", "test") if k in facts)
     lines += [
-        "**Question** (issue 14): on a real corpus, do these architectures train as well as the "
-        "baseline, at what cost, and is the difference significant?",
+        "**Question** (issues 14 and 22): on a real corpus, do these architectures train as well "
+        "as the stock baseline and as a stock model of the largest system's parameter count, at "
+        "what cost, and is a difference larger than the variation between training seeds?",
         "",
         "## Setup",
         "",
@@ -279,14 +294,17 @@ def nmt_doc(out, smoke):
         f"({sizes}; the full corpus: 29,000 / 1,014 / 1,000), `scripts/prepare-multi30k.sh` "
         "(Moses tokenization, joint sentencepiece BPE, joined dictionary).",
         "- One recipe for every system (configs/nmt/multi30k-ende-baseline.sh; the others change "
-        "the architecture only); the exact fairseq-train commands are under Commands.",
+        "the architecture only, the -baseline-wide system the ffn width); the exact fairseq-train "
+        "commands are under Commands.",
         f"- Decoding: checkpoint_best.pt (lowest validation loss), beam {r0['beam']}, lenpen "
         f"{r0['lenpen']}, on the test subset; every sentence scored.",
         "- Scores: detokenized sacreBLEU and chrF (sacremoses-detokenized fairseq output against the "
         "detokenized references; signatures below) and tokenized BLEU (multi-bleu style on the "
         "Moses tokens). Paired bootstrap resampling and paired approximate randomization "
         "(sacrebleu's implementation via `scripts/significance.sh`) against the baseline "
-        f"**{baseline}**; * marks p < 0.05 (two-sided).",
+        f"**{baseline}** per seed, Holm's correction over the seed's comparisons (bootstrap, BLEU "
+        "and chrF); across seeds, paired t-tests of the per-seed scores with Holm's correction "
+        "over all comparisons; * marks p < 0.05 (two-sided).",
         f"- Seeds: {', '.join(s or 'the config seed' for s in seeds)}.",
         "",
     ]
@@ -318,8 +336,11 @@ def nmt_doc(out, smoke):
         by = {k: {r["system"]: r for r in v["rows"]} for k, v in m.items()}
         header_row = ["System", "Arch", "Params", "Epochs (best)", "Best valid loss", "BLEU"]
         header_row += ["chrF"] if "chrF" in m else []
-        header_row += ["tok-BLEU", "ΔBLEU", "p bs", "p ar"]
-        header_row += ["ΔchrF", "p bs (chrF)", "p ar (chrF)"] if "chrF" in m else []
+        header_row += ["tok-BLEU", "ΔBLEU", "p bs", "p ar", "p bs (Holm)"]
+        header_row += (
+            ["ΔchrF", "p bs (chrF)", "p ar (chrF)", "p bs (chrF, Holm)"] if "chrF" in m else []
+        )
+        holm_bs = seed_holm(m)
         header_row += ["Train wall (s)", "Train CPU (s)", "words/s (wall)", "words/CPU-s"]
         rows = []
         for r in (r for r in runs if r["seed"] == s):
@@ -338,9 +359,11 @@ def nmt_doc(out, smoke):
                 row.append(f"{by['chrF'][r['name']]['score']:.2f}")
             row.append(f"{by['tok-BLEU'][r['name']]['score']:.2f}")
             row += [fmt(b["delta"], "{:+.2f}"), fmt_p(b["p_bs"]), fmt_p(b["p_ar"])]
+            row.append(fmt_p(holm_bs.get(("BLEU", r["name"]))))
             if "chrF" in m:
                 c = by["chrF"][r["name"]]
                 row += [fmt(c["delta"], "{:+.2f}"), fmt_p(c["p_bs"]), fmt_p(c["p_ar"])]
+                row.append(fmt_p(holm_bs.get(("chrF", r["name"]))))
             row += [fmt(st["wall"]), fmt(st["cpu"]), fmt(st["wps"]), fmt(per_cpu(st))]
             rows.append(row)
         lines += [
@@ -375,8 +398,38 @@ def nmt_doc(out, smoke):
             table(["System", *sig[seeds[0]]["metrics"].keys()], rows),
             "",
         ]
+        entries = nmt_across_seed_entries(sig, seeds, names)
+        test_table, across_reading = across_seed_tests(entries, len(seeds))
+        lines += [
+            "### Across seeds",
+            "",
+            "The test that speaks to the architectures: a paired t-test of each system's score "
+            "against each baseline's over the training seeds (paired by seed; two-sided), "
+            f"Holm's correction over all {len(entries)} comparisons of this table (* adjusted "
+            "p < 0.05).",
+            "",
+            test_table,
+            "",
+        ]
 
     lines += ["## Reading", ""]
+    if len(seeds) > 1:
+        lines += [
+            f"Across {len(seeds)} training seeds (the verdicts; Holm-corrected paired t-tests "
+            "above):",
+            "",
+            *across_reading,
+            "",
+            "Per seed, on the test sentences of one trained model each (paired bootstrap and "
+            "approximate randomization; they say nothing about the variance between seeds):",
+            "",
+        ]
+    else:
+        lines += [
+            "One training seed: no test across seeds was possible, so no verdict on the "
+            "architectures; per seed, on the test sentences:",
+            "",
+        ]
     for s in seeds:
         m = sig[s]["metrics"]
         for r in m["BLEU"]["rows"][1:]:
@@ -385,14 +438,16 @@ def nmt_doc(out, smoke):
                 if "chrF" in m
                 else None
             )
-            sig_bs, sig_ar = r["p_bs"] < 0.05, r["p_ar"] < 0.05
+            p_holm = seed_holm(m)[("BLEU", r["system"])]
+            sig_bs, sig_ar = p_holm < 0.05, r["p_ar"] < 0.05
             direction = "better" if r["delta"] > 0 else "worse"
             # Both tests resample test sentences of one trained model: they say nothing about
             # the variance between training seeds, so the verdict names its scope.
             if sig_bs and sig_ar:
                 verdict = (
                     f"{direction} on the test sentences at this training seed (both "
-                    "sentence-resampling tests p < 0.05; no test across training seeds)"
+                    "sentence-resampling tests p < 0.05, bootstrap Holm-corrected; not a test "
+                    "across training seeds)"
                 )
             elif sig_bs or sig_ar:
                 verdict = "p < 0.05 in one sentence-resampling test only: no firm difference"
@@ -400,8 +455,9 @@ def nmt_doc(out, smoke):
                 verdict = "no difference on the test sentences (p >= 0.05 in both tests)"
             lines.append(
                 f"- {r['system']}{f' (seed {s})' if s else ''}: BLEU {r['delta']:+.2f} vs "
-                f"{baseline} (paired bootstrap p = {r['p_bs']:.4f}, approximate randomization "
-                f"p = {r['p_ar']:.4f}): {verdict}"
+                f"{baseline} (paired bootstrap p = {r['p_bs']:.4f}, Holm-adjusted over the seed's "
+                f"comparisons {p_holm:.4f}; approximate randomization p = {r['p_ar']:.4f}): "
+                f"{verdict}"
                 + (f"; chrF {c['delta']:+.2f} (p = {c['p_bs']:.4f})" if c else "")
                 + "."
             )
@@ -409,6 +465,39 @@ def nmt_doc(out, smoke):
 
     curves = None
     return lines, runs, stats, curves
+
+
+def seed_holm(metrics):
+    """Holm-adjusted paired-bootstrap p-values of one seed's significance JSON: the family is
+    every (metric, system) against the baseline on BLEU and chrF. {(metric, system): p}."""
+    keys = [
+        (k, r["system"])
+        for k in ("BLEU", "chrF")
+        if k in metrics
+        for r in metrics[k]["rows"][1:]
+        if r.get("p_bs") is not None
+    ]
+    by = {k: {r["system"]: r for r in metrics[k]["rows"]} for k in ("BLEU", "chrF") if k in metrics}
+    adjusted = study_stats.holm([by[k][n]["p_bs"] for k, n in keys])
+    return dict(zip(keys, adjusted))
+
+
+def nmt_across_seed_entries(sig, seeds, names):
+    """The across-seed family of the NMT study: on BLEU and chrF, every system against the
+    baseline (the first system) and every non-stock system against the wide baseline (a system
+    whose name ends in -baseline-wide: stock at the parameter count of the largest system)."""
+    metrics = [k for k in ("BLEU", "chrF") if k in sig[seeds[0]]["metrics"]]
+
+    def scores(metric, name):
+        return [
+            {r["system"]: r for r in sig[s]["metrics"][metric]["rows"]}[name]["score"]
+            for s in seeds
+        ]
+
+    wide = [n for n in names if n.endswith("-baseline-wide")]
+    pairs = [(names[0], n) for n in names[1:]]
+    pairs += [(w, n) for w in wide for n in names[1:] if n not in wide]
+    return [(b, a, k, scores(k, a), scores(k, b), True) for k in metrics for a, b in pairs]
 
 
 def planned_budget(out, name):
@@ -641,7 +730,7 @@ def write_lm(out, doc, smoke):
 
 def main(argv=None, prog=PROG, usage=None):
     p = Parser(__doc__)
-    p.add_argument("kind", choices=["nmt", "lm"], help="which study")
+    p.add_argument("kind", choices=["nmt", "lm", "lm-study"], help="which study")
     p.add_argument("out", help="the study's output folder (compare-*.sh --out)")
     p.add_argument("--doc", required=True, help="the markdown document to write")
     p.add_argument(
@@ -651,8 +740,274 @@ def main(argv=None, prog=PROG, usage=None):
     if not Path(args.out).is_dir():
         p.error(f"{args.out}: no such directory")
     doc = Path(args.doc)
-    lines = (write_nmt if args.kind == "nmt" else write_lm)(args.out, doc, args.smoke)
+    writer = {"nmt": write_nmt, "lm": write_lm, "lm-study": write_lm_study}[args.kind]
+    lines = writer(args.out, doc, args.smoke)
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     print(f"{prog}: wrote {doc}")
     return 0
+
+
+# --------------------------------------------------------------------------------------------
+# the issue-22 LM study (scripts/study-lm.sh: plugin_tools/experiments/lm_study.py)
+
+
+def across_seed_tests(entries, n_seeds):
+    """The across-seed tests of a family: ENTRIES [(system B, baseline A, measure, A's scores,
+    B's scores (one per seed, same seed order), whether higher is better)]. A paired t-test per
+    entry (paired by seed: the same seed gives both the same batch order), Holm's correction over
+    the family. Returns the markdown table and one reading sentence per entry: "better"/"worse"
+    only where the Holm-adjusted p-value is below 0.05, otherwise "not distinguishable"."""
+    tests = [study_stats.paired_t_test(a, b) for _, _, _, a, b, _ in entries]
+    adjusted = study_stats.holm([t[4] for t in tests])
+    rows, reading = [], []
+    for (b_name, a_name, measure, _, _, higher), (mean, sd, t, df, p), p_holm in zip(
+        entries, tests, adjusted
+    ):
+        rows.append(
+            [f"{b_name} vs {a_name}", measure, f"{mean:+.2f}", f"{sd:.2f}", f"{t:.2f}", df]
+            + [f"{p:.4f}", f"{p_holm:.4f}{'*' if p_holm < 0.05 else ''}"]
+        )
+        if p_holm < 0.05:
+            better = (mean > 0) == higher
+            verdict = f"{'better' if better else 'worse'} than {a_name}"
+        else:
+            verdict = f"not distinguishable from {a_name} at {n_seeds} seeds"
+        reading.append(
+            f"- {b_name}, {measure} {mean:+.2f}: {verdict} (paired t-test across {n_seeds} "
+            f"seeds, p = {p:.4f}, Holm-adjusted over the {len(entries)} comparisons "
+            f"p = {p_holm:.4f})."
+        )
+    header_row = ["Comparison", "Measure", "Mean difference", "SD of differences", "t", "df"]
+    return table([*header_row, "p", "p (Holm)"], rows, text_cols=2), reading
+
+
+def config_comment(path, start):
+    """The comment paragraph of a config that starts with START (e.g. '# Budget')."""
+    lines, on = [], False
+    for line in read_text(path).splitlines():
+        if line.startswith(start):
+            on = True
+        if on:
+            if not line.startswith("#"):
+                break
+            lines.append(line[1:].strip())
+    return " ".join(lines)
+
+
+def write_lm_study(out, doc, smoke):
+    out = Path(out)
+    plan_file = out / "plan.json"
+    if not plan_file.is_file():
+        raise ReportError(f"{plan_file}: no such file (run scripts/study-lm.sh first)")
+    plan = json.loads(plan_file.read_text())
+    systems, seeds, lrs = plan["systems"], plan["seeds"], plan["lrs"]
+
+    def result(path):
+        if not path.is_file():
+            raise ReportError(f"{path}: no such file (did scripts/study-lm.sh finish?)")
+        return json.loads(path.read_text())
+
+    sweep = {
+        s: {lr: result(out / "sweep" / s / f"lr{lr}" / "result.json") for lr in lrs}
+        for s in systems
+    }
+    res = {s: [result(out / s / f"seed{k}" / "result.json") for k in seeds] for s in systems}
+    chosen = {
+        s: study_stats.choose_lr({lr: r["valid_ppl"] for lr, r in sweep[s].items()})
+        for s in systems
+    }
+    counts = plan["counts"]
+    lines = header(
+        "WikiText-2 language modelling: stock vs matched baseline vs compositional",
+        smoke,
+        out,
+        "lm",
+    )
+    params = read_text(out / "params.md")
+    n_params = [int(x.replace(",", "")) for x in re.findall(r"\| ([0-9,]+) \| 0 \|", params)]
+    lines += [
+        "**Question** (issues 14 and 22): at matched parameters, tokens and tuning, does "
+        "compositional attention model WikiText-2 better than multi-head attention in the same "
+        "shared-layer model (the paper's matched baseline), and than a stock `transformer_lm`?",
+        "",
+        "## Setup",
+        "",
+        f"- Data: WikiText-2 (v1 word tokens, `scripts/prepare-wikitext.sh 2`), re-tokenized "
+        f"into a sentencepiece unigram vocabulary of {plan['vocab']:,} pieces trained on the "
+        "training split: "
+        + ", ".join(f"{k} {v['words']:,} words = {v['pieces']:,} pieces" for k, v in counts.items())
+        + " (both counting one end of line per line). The smaller vocabulary is the budget "
+        "choice (a word-level softmax of 33k entries made one epoch cost 31-39 CPU minutes); "
+        "perplexity is therefore reported per piece and, **renormalised to words** (the same "
+        "total log-likelihood divided by the word count: 2^(loss x pieces / words)), per word, "
+        "which is the number comparable with word-level WikiText-2 results.",
+        "- Systems: " + ", ".join(f"`{c}`" for c in plan["configs"]) + ". Parameter counts "
+        "(`scripts/param-counts.py`, in the same order):",
+        "",
+        params.strip(),
+        "",
+    ]
+    if len(n_params) == len(systems):
+        i_m, i_c = systems.index("matched"), systems.index("compositional")
+        gap = 100 * (n_params[i_c] - n_params[i_m]) / n_params[i_m]
+        lines += [
+            f"- The matched pair differs by {gap:+.1f}% in parameters (compositional against "
+            "matched): "
+            + (
+                "within 5%, so no equalising variant is added; the difference is the retrieval "
+                "projections of compositional attention."
+                if abs(gap) <= 5
+                else "MORE than 5%: an equalising variant is needed before a claim (issue 22)."
+            ),
+            "",
+        ]
+    lines += [
+        f"- Learning rate: a sweep of {', '.join(lrs)} per system, seed 1, "
+        f"{plan['sweep_updates']:,} updates each; the lowest validation perplexity (per piece, "
+        "best checkpoint) chooses.",
+        f"- Seeds {', '.join(map(str, seeds))} per system at its chosen rate, trained epoch by "
+        f"epoch; stopping rule: after epoch e >= {plan['min_epochs']} once the end-of-epoch "
+        f"validation perplexity improved by less than {100 * plan['min_gain']:.0f}% over epoch "
+        f"e - 1, and after epoch {plan['max_epochs']} at the latest.",
+        f"- Evaluation: checkpoint_best.pt with `scripts/eval-lm.sh --context-window "
+        f"{plan['context_window']}` (fairseq-eval-lm) on the full valid and test subsets.",
+    ]
+    budget = config_comment(plan["configs"][0], "# Budget")
+    lines += [f"- Budget (planned, {plan['configs'][0]}): {budget}" if budget else "", ""]
+
+    rows = []
+    for s in systems:
+        best, edge = chosen[s]
+        for lr in lrs:
+            r = sweep[s][lr]
+            mark = (
+                " (**chosen**" + (", at the edge of the grid" if edge else "") + ")"
+                if lr == best
+                else ""
+            )
+            rows.append([s, lr + mark, f"{r['valid_ppl']:.2f}"])
+    lines += [
+        "## Learning-rate sweep",
+        "",
+        table(["System", "lr", "Valid ppl per piece"], rows, text_cols=2),
+        "",
+        "## Results",
+        "",
+    ]
+    word = {s: [r["eval"]["test"]["word_ppl"] for r in res[s]] for s in systems}
+    rows = []
+    for s in systems:
+        vw = study_stats.mean_sd([r["eval"]["valid"]["word_ppl"] for r in res[s]])
+        tw = study_stats.mean_sd(word[s])
+        tp = study_stats.mean_sd([r["eval"]["test"]["ppl"] for r in res[s]])
+        cpu = sum(r["cpu"] for r in res[s])
+        rows.append(
+            [
+                s,
+                chosen[s][0],
+                ", ".join(str(r["epochs"]) for r in res[s]),
+                f"{vw[0]:.2f} ± {vw[1]:.2f}",
+                f"{tw[0]:.2f} ± {tw[1]:.2f}",
+                f"{tp[0]:.2f} ± {tp[1]:.2f}",
+                fmt(cpu / 60, "{:.1f}"),
+            ]
+        )
+    lines += [
+        table(
+            [
+                "System",
+                "lr",
+                "Epochs per seed",
+                "Valid ppl/word",
+                "Test ppl/word",
+                "Test ppl/piece",
+                "CPU min (all seeds)",
+            ],
+            rows,
+            text_cols=2,
+        ),
+        "",
+        f"Mean ± standard deviation over {len(seeds)} seeds. Per seed (test perplexity per word):",
+        "",
+        table(
+            ["System", *[f"seed {k}" for k in seeds]],
+            [[s, *[f"{x:.2f}" for x in word[s]]] for s in systems],
+        ),
+        "",
+    ]
+    pairs = [("matched", "compositional"), ("baseline", "matched"), ("baseline", "compositional")]
+    entries = [(b, a, "test ppl/word", word[a], word[b], False) for a, b in pairs]
+    test_table, reading = across_seed_tests(entries, len(seeds))
+    lines += [
+        "## Across seeds",
+        "",
+        "Paired t-tests of the test perplexity per word, paired by seed (the same seed gives "
+        "the same batch order), two-sided; Holm's correction over the three comparisons "
+        "(* adjusted p < 0.05).",
+        "",
+        test_table,
+        "",
+        "## Reading",
+        "",
+        *reading,
+    ]
+    comp = statistics.fmean(word["compositional"])
+    matched = statistics.fmean(word["matched"])
+    paper = 100 * (PAPER_LM["compositional"] - PAPER_LM["baseline"]) / PAPER_LM["baseline"]
+    ours = 100 * (comp - matched) / matched
+    lines += [
+        f"- The paper's direction: on WikiText-103 (103M tokens, d 512, 6 shared layers, full "
+        f"schedule) compositional {PAPER_LM['compositional']} vs matched multi-head "
+        f"{PAPER_LM['baseline']} ({paper:+.1f}%); here {comp:.2f} vs {matched:.2f} "
+        f"({ours:+.1f}%, mean over seeds) at d 128, 4 shared layers and a few epochs of "
+        "WikiText-2's 2M words, a scale 50 times smaller in data: the direction "
+        + ("is the same" if (ours < 0) == (paper < 0) else "is the opposite")
+        + "; whether it is a finding is the across-seed test above.",
+        "",
+    ]
+    logs = [out / s / f"seed{k}" / "train.log" for s in systems for k in seeds]
+    labels = [s for s in systems for _ in seeds]
+    curves = doc.with_name(f"{doc.stem}-curves.png")
+    try:
+        plot_curves.plot(logs, labels, "ppl", ["epoch", "updates"], curves, group=True)
+        lines += [
+            "## Learning curves",
+            "",
+            f"![validation perplexity per piece]({curves.name})",
+            "",
+            "Validation perplexity per piece (the first batches of valid during training); "
+            "the line is the mean over seeds, the band the range.",
+            "",
+        ]
+    except plot_curves.LogError as e:
+        lines += ["## Learning curves", "", f"(not drawn: {e})", ""]
+    sweep_cpu = 0.0
+    for s in systems:
+        for lr in lrs:
+            _, c = read_seconds(out / "sweep" / s / f"lr{lr}")
+            sweep_cpu += c or 0
+    total_cpu = sum(r["cpu"] for s in systems for r in res[s])
+    lines += [
+        "## Cost",
+        "",
+        f"Seeds: {total_cpu / 3600:.2f} CPU hours (training and evaluation, user + sys of the "
+        "tools, summed over resumed attempts).",
+        "",
+        "## Machine",
+        "",
+        machine(),
+        "",
+    ]
+    run_rows = [
+        {"name": f"{s} lr {lr} (sweep)", "dir": str(out / "sweep" / s / f"lr{lr}")}
+        for s in systems
+        for lr in lrs
+    ]
+    run_rows += [
+        {"name": s, "seed": str(k), "dir": str(out / s / f"seed{k}")}
+        for s in systems
+        for k in seeds
+    ]
+    (out / "invocation.txt").write_text(read_text(out / "study-invocation.txt") + "\n")
+    return lines + commands_section(out, run_rows)

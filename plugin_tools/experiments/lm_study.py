@@ -1,0 +1,422 @@
+"""`study-lm` (issue 22): the WikiText-2 language-model study at matched parameters, tokens and
+tuning, one resumable command (scripts/study-lm.sh), which two processes can share (one per
+core: every run folder is locked while it runs).
+
+  1. data: scripts/prepare-wikitext.sh 2 (word-level text), then a sentencepiece unigram model of
+     --vocab pieces trained on the training split, every split encoded and binarized
+     (OUT_DATA/bin), and the word count of every split (words + one end of line per line);
+  2. parameter counts of the systems (scripts/param-counts.py) into OUT/params.md;
+  3. the learning-rate sweep: every system at every --lrs value, seed 1, --sweep-updates updates;
+     the lr with the lowest validation perplexity is the system's (study_stats.choose_lr);
+  4. --seeds seeds per system at its lr, trained epoch by epoch under the stopping rule
+     (study_stats.stop_after), then scripts/eval-lm.sh of checkpoint_best.pt on valid and test
+     (--context-window); perplexity per subword and, renormalised, per word;
+  5. scripts/study-report.py lm-study: the results document.
+"""
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from . import runs, study_stats
+from .runs import ROOT, ExperimentError
+
+USAGE = """\
+Usage: {usage} [--out DIR] [--doc FILE] [--smoke] [--threads N] [--seeds LIST]
+                           [--lrs LIST] [--sweep-updates N] [--vocab N] [--min-epochs N]
+                           [--max-epochs N] [--context-window N] [--train-args STR]
+                           [--raw-dir DIR] [--data-root DIR] [--max-lines TRAIN,EVAL]
+
+The WikiText-2 language-model study (issue 22), resumable (run the same command again after an
+interruption: finished runs are skipped, an unfinished one resumes from checkpoint_last.pt) and
+shared: the same command started twice (one process per core, --threads 1 each) splits the runs.
+Three systems, configs/lm/wikitext2-study-{{baseline,matched,compositional}}.sh: stock
+transformer_lm; the paper's matched baseline (compositional_transformer_lm_baseline: shared layers,
+multi-head attention, the compositional LM's width, depth and ffn); the compositional LM.
+  1. data: prepare-wikitext.sh 2, then sentencepiece (--vocab pieces) on its training text;
+  2. parameter counts (scripts/param-counts.py) -> OUT/params.md;
+  3. lr sweep: each system at each --lrs value, seed 1, --sweep-updates updates; the lowest
+     validation perplexity chooses the system's lr (all reported);
+  4. --seeds seeds per system at that lr, epoch by epoch: stop after epoch e >= --min-epochs
+     once validation perplexity improved by < 1% over epoch e-1, at --max-epochs at the latest;
+     eval-lm.sh --context-window on valid and test: perplexity per subword and per word;
+  5. the results document (mean +- sd over seeds, paired t-tests across seeds with Holm's
+     correction, the paper's direction, curves, costs, commands).
+
+  --out DIR           study folder (default outputs/study-lm; with --smoke outputs/study-lm-smoke)
+  --doc FILE          results document (default docs/results-lm.md; with --smoke OUT/results-lm.md)
+  --smoke             pipeline check: 3000 / 300 lines, vocabulary 1000, lrs 0.002,0.004, seeds
+                      1,2, 30 sweep updates, epochs capped at 2; labelled "smoke run, not results"
+  --threads N         OMP_NUM_THREADS of the tools (default: the environment's, else 1)
+  --seeds LIST        default 1,2,3
+  --lrs LIST          default 0.001,0.002,0.004
+  --sweep-updates N   default 300 (a quarter of an epoch of 2048-token updates)
+  --vocab N           sentencepiece vocabulary (default 8000)
+  --min-epochs N, --max-epochs N   the stopping rule's bounds (default 2 and 4)
+  --context-window N  eval-lm.sh context window (default 128)
+  --train-args STR    extra fairseq-train arguments of every run, after the config's (later
+                      flags win; the study's --lr, --seed, --max-update, --max-epoch come last)
+  --raw-dir DIR       WikiText-2 text folder for prepare-wikitext.sh (default: the corpus folder)
+  --data-root DIR     where the prepared data go (default data-bin)
+  --max-lines T,E     keep the first T training and E valid/test lines (--smoke: 3000,300)
+"""
+
+SYSTEMS = ("baseline", "matched", "compositional")
+
+
+def config_path(system):
+    return f"configs/lm/wikitext2-study-{system}.sh"
+
+
+def parse(argv, usage):
+    p = runs.Parser(USAGE.format(usage=usage))
+    p.add_argument("--out")
+    p.add_argument("--doc")
+    p.add_argument("--smoke", action="store_true")
+    p.add_argument("--threads", default=None)
+    p.add_argument("--seeds")
+    p.add_argument("--lrs")
+    p.add_argument("--sweep-updates")
+    p.add_argument("--vocab")
+    p.add_argument("--min-epochs")
+    p.add_argument("--max-epochs")
+    p.add_argument("--context-window", default="128")
+    p.add_argument("--train-args", default="")
+    p.add_argument("--raw-dir")
+    p.add_argument("--data-root")
+    p.add_argument("--max-lines")
+    args = p.parse_args(argv)
+    args.threads = runs.check_positive(args.threads, "--threads")
+    args.train_args = shlex.split(args.train_args)
+    if args.raw_dir is not None:
+        if not Path(args.raw_dir).is_dir():
+            raise ExperimentError(f"--raw-dir {args.raw_dir}: not a directory")
+        args.raw_dir = str(Path(args.raw_dir).resolve())
+    args.data_root = str(Path(args.data_root).resolve() if args.data_root else ROOT / "data-bin")
+    args.max_lines = args.max_lines or ("3000,300" if args.smoke else None)
+    if args.max_lines is not None and not re.fullmatch(r"[1-9][0-9]*,[1-9][0-9]*", args.max_lines):
+        raise ExperimentError(f"--max-lines {args.max_lines}: needs TRAIN,EVAL (e.g. 3000,300)")
+    smoke = args.smoke
+    args.seeds = args.seeds or ("1,2" if smoke else "1,2,3")
+    args.lrs = args.lrs or ("0.002,0.004" if smoke else "0.001,0.002,0.004")
+    if not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", args.seeds):
+        raise ExperimentError("--seeds needs comma-separated positive integers (e.g. 1,2,3)")
+    if not re.fullmatch(r"[0-9.eE-]+(,[0-9.eE-]+)*", args.lrs):
+        raise ExperimentError("--lrs needs comma-separated numbers (e.g. 0.001,0.002,0.004)")
+    args.seeds = [int(s) for s in args.seeds.split(",")]
+    args.lrs = args.lrs.split(",")
+    if len(set(args.seeds)) < len(args.seeds) or len(set(args.lrs)) < len(args.lrs):
+        raise ExperimentError("--seeds/--lrs: a value given twice")
+    defaults = {"sweep_updates": 30 if smoke else 300, "vocab": 1000 if smoke else 8000}
+    defaults.update(min_epochs=study_stats.MIN_EPOCHS, max_epochs=2 if smoke else None)
+    for name, default in defaults.items():
+        flag = "--" + name.replace("_", "-")
+        value = runs.check_positive(getattr(args, name), flag)
+        setattr(args, name, value if value is not None else default)
+    args.max_epochs = args.max_epochs or study_stats.MAX_EPOCHS
+    args.context_window = runs.check_positive(args.context_window, "--context-window")
+    if args.min_epochs > args.max_epochs:
+        raise ExperimentError("--min-epochs is larger than --max-epochs")
+    # given paths are the caller's (resolved before the study moves to the checkout); the
+    # defaults are the checkout's
+    args.out = (
+        Path(args.out).resolve()
+        if args.out
+        else ROOT / f"outputs/study-lm{'-smoke' if smoke else ''}"
+    )
+    default_doc = args.out / "results-lm.md" if smoke else ROOT / "docs" / "results-lm.md"
+    args.doc = str(Path(args.doc).resolve() if args.doc else default_doc)
+    return args
+
+
+# ------------------------------------------------------------------------------------- data
+
+
+def count_words(path):
+    """Tokens of a text file as fairseq's --only-source binarization counts them: the
+    whitespace-separated words plus one end-of-line token per line."""
+    with open(path, encoding="utf-8") as f:
+        return sum(len(line.split()) + 1 for line in f)
+
+
+def prepare_data(prog, args):
+    """The word-level text (prepare-wikitext.sh) and the sentencepiece data; returns the
+    binarized folder. Both under locks: a second process waits for the first."""
+    lines = f"-{args.max_lines.replace(',', '-')}" if args.max_lines else ""
+    words = Path(args.data_root) / f"wikitext-2{lines}"
+    with runs.FileLock(f"{words}.lock"):
+        if not (words / "bin" / "dict.txt").is_file():
+            runs.say(prog, f"preparing {words}")
+            cmd = [
+                "bash",
+                "scripts/prepare-wikitext.sh",
+                "2",
+                *([args.raw_dir] if args.raw_dir else []),
+            ]
+            cmd += ["--out", str(words)]
+            if args.max_lines:
+                train_lines, eval_lines = args.max_lines.split(",")
+                cmd += ["--max-train-lines", train_lines, "--max-eval-lines", eval_lines]
+            if subprocess.run(cmd, stdout=sys.stderr).returncode != 0:
+                raise ExperimentError(f"data preparation failed ({' '.join(cmd[1:])})")
+    dest = Path(args.data_root) / f"wikitext-2{lines}-spm{args.vocab}"
+
+    def build(tmp):
+        import sentencepiece as spm
+
+        runs.say(prog, f"sentencepiece ({args.vocab} pieces) -> {dest}")
+        (tmp / "text").mkdir(parents=True)
+        # WikiText's own <unk> stays one piece (fairseq maps it to its unknown word)
+        spm.SentencePieceTrainer.train(
+            input=str(words / "text" / "train.txt"),
+            model_prefix=str(tmp / "spm"),
+            vocab_size=args.vocab,
+            model_type="unigram",
+            character_coverage=1.0,
+            user_defined_symbols=["<unk>"],
+            unk_piece="<spm-unk>",
+            hard_vocab_limit=False,
+            num_threads=1,
+            minloglevel=2,
+        )
+        sp = spm.SentencePieceProcessor(model_file=str(tmp / "spm.model"))
+        counts = {}
+        for split in ("train", "valid", "test"):
+            src = words / "text" / f"{split}.txt"
+            lines = src.read_text(encoding="utf-8").splitlines()
+            pieces = sp.encode([ln.strip() for ln in lines], out_type=str)
+            (tmp / "text" / f"{split}.txt").write_text(
+                "".join(" ".join(p) + "\n" for p in pieces), encoding="utf-8"
+            )
+            counts[split] = {"words": count_words(src), "pieces": sum(len(p) + 1 for p in pieces)}
+        (tmp / "counts.json").write_text(json.dumps(counts, indent=1) + "\n")
+        t = tmp / "text"
+        cmd = ["fairseq-preprocess", "--only-source", "--trainpref", t / "train.txt"]
+        cmd += ["--validpref", t / "valid.txt", "--testpref", t / "test.txt"]
+        cmd += ["--destdir", tmp / "bin", "--workers", "1"]
+        runs.run_logged(cmd, tmp / "preprocess.log", "fairseq-preprocess")
+
+    runs.prepare_once(dest, "counts.json", build, f"{dest}.lock")
+    return dest
+
+
+# ------------------------------------------------------------------------------------- runs
+
+
+def config_args(system):
+    """(ARCH, TRAIN_ARGS) of a system's config, as bash sources it."""
+    script = 'set -euo pipefail; source "$1"; echo "$ARCH"; printf "%s\\n" "${TRAIN_ARGS[@]}"'
+    proc = subprocess.run(
+        ["bash", "-c", script, "x", config_path(system)], capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        raise ExperimentError(f"{config_path(system)}: could not be sourced")
+    arch, *train_args = proc.stdout.splitlines()
+    return arch, train_args
+
+
+def valid_ppl_by_epoch(log):
+    """The validation perplexity at the end of every epoch (the last validation of each) of a
+    fairseq-train log, in epoch order."""
+    by_epoch = {}
+    for m in re.finditer(r"\| valid \| epoch (\d+) .*?\| ppl ([0-9.]+)", Path(log).read_text()):
+        by_epoch[int(m.group(1))] = float(m.group(2))
+    return [by_epoch[e] for e in sorted(by_epoch)]
+
+
+def train(run_dir, system, data, extra, train_args=()):
+    """scripts/train-lm.sh of SYSTEM's config into RUN_DIR/checkpoints (resuming from its
+    checkpoint_last.pt) with EXTRA last; its log appended to RUN_DIR/train.log, the command to
+    RUN_DIR/commands.txt."""
+    ckpt = run_dir / "checkpoints"
+    cmd = ["bash", "scripts/train-lm.sh", config_path(system), str(data), str(ckpt), "--"]
+    cmd += [*train_args, *extra]
+    with open(run_dir / "commands.txt", "a") as f:
+        f.write(shlex.join(cmd) + "\n")
+    try:
+        runs.run_logged(cmd, run_dir / "train-lm.stderr", "train-lm.sh", stdout=run_dir / "x.out")
+    finally:
+        if (ckpt / "train.log").is_file():
+            with open(run_dir / "train.log", "a") as f:
+                f.write((ckpt / "train.log").read_text())
+            (ckpt / "train.log").unlink()
+        (run_dir / "x.out").unlink(missing_ok=True)
+
+
+def sweep_run(run_dir, system, data, lr, args):
+    extra = ["--lr", lr, "--seed", "1", "--max-update", str(args.sweep_updates)]
+    extra += ["--max-epoch", "0"]
+    train(run_dir, system, data, extra, args.train_args)
+    ppl = valid_ppl_by_epoch(run_dir / "train.log")
+    found = re.findall(r"\| valid \| .*?\| ppl ([0-9.]+)", (run_dir / "train.log").read_text())
+    if not found:
+        raise ExperimentError(f"no validation perplexity in {run_dir}/train.log")
+    result = {"system": system, "lr": lr, "valid_ppl": min(map(float, found)), "epochs": len(ppl)}
+    (run_dir / "result.json").write_text(json.dumps(result) + "\n")
+
+
+def evaluate(run_dir, data, counts, args):
+    """eval-lm.sh of checkpoint_best.pt on valid and test: {subset: {ppl, loss, tokens,
+    word_ppl}}."""
+    out = {}
+    for subset in ("valid", "test"):
+        cmd = ["bash", "scripts/eval-lm.sh", run_dir / "checkpoints" / "checkpoint_best.pt"]
+        cmd += [data, "--subset", subset, "--context-window", str(args.context_window)]
+        with open(run_dir / "commands.txt", "a") as f:
+            f.write(shlex.join(map(str, cmd)) + "\n")
+        log = run_dir / f"eval-{subset}.log"
+        runs.run_logged(cmd, log, "eval-lm.sh", stdout=run_dir / f"eval-{subset}.txt")
+        text = (run_dir / f"eval-{subset}.txt").read_text()
+        loss = float(re.search(r"^loss: (\S+)", text, re.M).group(1))
+        ppl = float(re.search(r"^ppl: (\S+)", text, re.M).group(1))
+        scored = re.findall(r"Evaluated ([0-9,]+) tokens", log.read_text())
+        if not scored:
+            raise ExperimentError(f"no 'Evaluated N tokens' line in {log}")
+        tokens = int(scored[-1].replace(",", ""))
+        words = counts[subset]["words"] * tokens / counts[subset]["pieces"]
+        out[subset] = {
+            "ppl": ppl,
+            "loss": loss,
+            "tokens": tokens,
+            "words": words,
+            "word_ppl": study_stats.word_perplexity(loss, tokens, words),
+        }
+    return out
+
+
+def seed_run(run_dir, system, data, lr, seed, counts, args):
+    """Epoch by epoch under the stopping rule, then the evaluation: RUN_DIR/result.json."""
+    with runs.TimePiece(run_dir):
+        while True:
+            ppl = (
+                valid_ppl_by_epoch(run_dir / "train.log")
+                if (run_dir / "train.log").is_file()
+                else []
+            )
+            if ppl and study_stats.stop_after(
+                ppl, min_epochs=args.min_epochs, max_epochs=args.max_epochs
+            ):
+                break
+            extra = ["--lr", lr, "--seed", str(seed), "--max-update", "0"]
+            extra += ["--max-epoch", str(len(ppl) + 1)]
+            train(run_dir, system, data, extra, args.train_args)
+            if len(valid_ppl_by_epoch(run_dir / "train.log")) <= len(ppl):
+                raise ExperimentError(f"no new epoch in {run_dir}/train.log")
+        results = evaluate(run_dir, data, counts, args)
+    wall, cpu = runs.TimePiece(run_dir).totals()
+    result = {"system": system, "lr": lr, "seed": seed, "valid_ppl_by_epoch": ppl}
+    result.update(epochs=len(ppl), eval=results, wall=float(wall), cpu=float(cpu))
+    (run_dir / "result.json").write_text(json.dumps(result, indent=1) + "\n")
+
+
+def run_all(prog, tasks):
+    """TASKS: [(run folder, label, function)]. Two passes: the first runs what no other process
+    holds (a lock per run folder), the second waits for the others' runs and runs what is left;
+    a run is finished when its result.json exists."""
+    for blocking in (False, True):
+        for run_dir, label, function in tasks:
+            if (run_dir / "result.json").is_file():
+                continue
+            lock = runs.FileLock(run_dir / "run.lock")
+            if not lock.acquire(blocking=blocking):
+                runs.say(prog, f"[{label}] busy in another process, skipped for now")
+                continue
+            try:
+                if not (run_dir / "result.json").is_file():
+                    last = run_dir / "checkpoints" / "checkpoint_last.pt"
+                    runs.say(prog, f"[{label}] {'resuming' if last.is_file() else 'training'}")
+                    function()
+            finally:
+                lock.release()
+
+
+def param_counts(out, vocab):
+    """scripts/param-counts.py of every system's config (its model flags) -> OUT/params.md."""
+    dest = out / "params.md"
+    if dest.is_file():
+        return
+    specs = []
+    for system in SYSTEMS:
+        arch, train_args = config_args(system)
+        specs.append(shlex.join([arch, *train_args]))
+    # the dictionary's 4 specials next to the pieces
+    cmd = ["python", "scripts/param-counts.py", "--lm", "--src-vocab", str(vocab + 4)]
+    cmd += ["--tgt-vocab", str(vocab + 4), *specs]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ExperimentError(f"param-counts.py failed: {proc.stderr.strip().splitlines()[-1:]}")
+    dest.write_text(proc.stdout)
+
+
+def main(argv, prog="study-lm", usage="scripts/experiment.py study-lm"):
+    args = parse(argv, usage)
+    runs.tool_environment(args.threads)
+    import os
+
+    os.chdir(ROOT)  # the defaults and the configs are relative to the checkout
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    invocation = ["bash", usage] if usage.endswith(".sh") else usage.split()
+    (out / "study-invocation.txt").write_text(shlex.join([*invocation, *argv]) + " \n")
+    data = prepare_data(prog, args)
+    counts = json.loads((data / "counts.json").read_text())
+    bin_dir = data / "bin"
+    vocab = sum(1 for _ in open(bin_dir / "dict.txt", encoding="utf-8"))
+    param_counts(out, vocab)
+    sweep = []
+    for system in SYSTEMS:
+        for lr in args.lrs:
+            d = out / "sweep" / system / f"lr{lr}"
+            d.mkdir(parents=True, exist_ok=True)
+            sweep.append(
+                (
+                    d,
+                    f"{system} lr {lr}",
+                    lambda d=d, s=system, lr=lr: sweep_run(d, s, bin_dir, lr, args),
+                )
+            )
+    run_all(prog, sweep)
+    chosen = {}
+    for system in SYSTEMS:
+        ppl = {
+            lr: json.loads((out / "sweep" / system / f"lr{lr}" / "result.json").read_text())[
+                "valid_ppl"
+            ]
+            for lr in args.lrs
+        }
+        chosen[system] = study_stats.choose_lr(ppl)[0]
+    seeds = []
+    for system in SYSTEMS:
+        for seed in args.seeds:
+            d = out / system / f"seed{seed}"
+            d.mkdir(parents=True, exist_ok=True)
+            fn = lambda d=d, s=system, seed=seed: seed_run(  # noqa: E731
+                d, s, bin_dir, chosen[s], seed, counts, args
+            )
+            seeds.append((d, f"{system} seed {seed}", fn))
+    run_all(prog, seeds)
+    plan = {
+        "systems": list(SYSTEMS),
+        "configs": [config_path(s) for s in SYSTEMS],
+        "lrs": args.lrs,
+        "seeds": args.seeds,
+        "sweep_updates": args.sweep_updates,
+        "vocab": args.vocab,
+        "min_epochs": args.min_epochs,
+        "max_epochs": args.max_epochs,
+        "min_gain": study_stats.MIN_GAIN,
+        "context_window": args.context_window,
+        "train_args": args.train_args,
+        "data": str(bin_dir),
+        "counts": counts,
+    }
+    (out / "plan.json").write_text(json.dumps(plan, indent=1) + "\n")
+    with runs.FileLock(out / "report.lock"):
+        cmd = ["python", "scripts/study-report.py", "lm-study", str(out), "--doc", args.doc]
+        cmd += ["--smoke"] if args.smoke else []
+        if subprocess.run(cmd).returncode != 0:
+            raise ExperimentError(f"could not write {args.doc} (scripts/study-report.py failed)")
+    return 0
