@@ -216,8 +216,12 @@ def test_lm_study_configs_same_tokens_and_params():
 
 @pytest.mark.slow
 def test_compare_nmt_selection_seeds_resume(demo_bin, tmp_path):
-    """Selection (2 candidates), --seeds, --train-args, then a second run that skips everything;
-    study-report.py writes the document with the smoke label."""
+    """Selection (2 candidates), --seeds, --train-args, started twice at once (the two-cores
+    protocol: every run is trained by one process only, both write the report), then a third
+    start that skips everything; study-report.py writes the document with the smoke label."""
+    import os
+    import subprocess
+
     base = tmp_path / "base.sh"
     base.write_text(TINY.format(name="base", arch="transformer", extra=""))
     for name, fusion in (("gsum", "sum"), ("gself", "self-gate")):
@@ -231,8 +235,17 @@ def test_compare_nmt_selection_seeds_resume(demo_bin, tmp_path):
     cmd = ["bash", SCRIPTS / "compare-nmt.sh", base, sel, "--data", demo_bin, "--out", out]
     cmd += ["--seeds", "3", "--train-args", "--max-epoch 2", "--resamples", "50", "--trials", "50"]
     cmd += ["--doc", doc, "--smoke"]
-    first = run(cmd, env=ENV)
-    assert "selected" in first.stderr
+    cmd = [str(c) for c in cmd]
+    env = {**os.environ, **ENV}
+    procs = [subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    errs = [p.communicate(timeout=900)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    assert sum(e.count("selected") for e in errs) == 1  # one process selected, the other waited
+    for log in (
+        out / "base" / "seed3" / "train.log",
+        out / "gbest" / "select" / "gsum" / "train.log",
+    ):
+        assert log.read_text().count("compare-nmt.sh: training at") == 1, log
     selection = (out / "gbest" / "selection.txt").read_text().splitlines()
     assert selection[0].startswith("winner\t") and selection[1] == "epochs\t1"
     assert {ln.split("\t")[0] for ln in selection[2:]} == {"gsum", "gself"}
@@ -256,3 +269,52 @@ def test_compare_nmt_selection_seeds_resume(demo_bin, tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+TINY_LM = (
+    "--decoder-layers 1 --decoder-embed-dim 32 --decoder-input-dim 32 --decoder-output-dim 32 "
+    "--decoder-ffn-embed-dim 64 --tokens-per-sample 64 --max-tokens 1024 --warmup-updates 4 --validate-interval-updates 0 "
+    "--save-interval-updates 0 --log-interval 10"
+)
+
+
+@pytest.mark.slow
+def test_lm_study_smoke_two_processes_share_the_runs(wikitext2_data, tmp_path):
+    """The whole LM study at a tiny size through fairseq's tools (prepare-wikitext.sh,
+    sentencepiece, fairseq-preprocess, train-lm.sh, eval-lm.sh), started twice at once as the
+    issue's two-cores protocol does: every run is trained by exactly one process, both finish,
+    and the document has the sweep, the per-word perplexities, the Holm-corrected across-seed
+    tests and the curves. Then a third start trains nothing."""
+    import subprocess
+
+    out, doc = tmp_path / "study", tmp_path / "docs" / "results-lm.md"
+    cmd = ["bash", SCRIPTS / "study-lm.sh", "--out", out, "--doc", doc, "--smoke"]
+    cmd += ["--raw-dir", wikitext2_data, "--data-root", tmp_path / "data", "--max-lines", "300,30"]
+    cmd += ["--vocab", "200", "--lrs", "0.004", "--seeds", "1,2", "--sweep-updates", "4"]
+    cmd += ["--min-epochs", "1", "--max-epochs", "1", "--context-window", "32"]
+    cmd += ["--train-args", TINY_LM, "--threads", "1"]
+    cmd = [str(c) for c in cmd]
+    env = {**__import__("os").environ, **ENV}
+    procs = [subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    errs = [p.communicate(timeout=900)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    runs = [out / "sweep" / s / "lr0.004" for s in ("baseline", "matched", "compositional")]
+    runs += [out / s / f"seed{k}" for s in ("baseline", "matched", "compositional") for k in (1, 2)]
+    for d in runs:  # one training command per run, whichever process ran it
+        trains = [ln for ln in (d / "commands.txt").read_text().splitlines() if "train-lm" in ln]
+        assert len(trains) == 1, d
+        assert "--decoder-embed-dim 32" in trains[0] and "--lr 0.004" in trains[0]
+    text = doc.read_text()
+    assert "Smoke run, not results" in text
+    assert "## Learning-rate sweep" in text and "0.004 (**chosen**)" in text
+    assert "Holm" in text and ("not distinguishable" in text or "better than" in text)
+    assert "| compositional vs matched | test ppl/word |" in text
+    params = (out / "params.md").read_text()
+    assert params.count("| `") == 3 and "compositional_transformer_lm_baseline" in params
+    assert (doc.parent / "results-lm-curves.png").read_bytes()[:4] == b"\x89PNG"
+    result = __import__("json").loads((out / "matched" / "seed1" / "result.json").read_text())
+    test = result["eval"]["test"]
+    assert test["tokens"] > test["words"] > 0  # pieces outnumber words at a 200-piece vocabulary
+    assert test["word_ppl"] == pytest.approx(2 ** (test["loss"] * test["tokens"] / test["words"]))
+    again = run(cmd, env=ENV)
+    assert "training" not in again.stderr and "busy" not in again.stderr

@@ -249,12 +249,14 @@ def train(run_dir, system, data, extra, train_args=()):
 def sweep_run(run_dir, system, data, lr, args):
     extra = ["--lr", lr, "--seed", "1", "--max-update", str(args.sweep_updates)]
     extra += ["--max-epoch", "0"]
-    train(run_dir, system, data, extra, args.train_args)
+    with runs.TimePiece(run_dir):
+        train(run_dir, system, data, extra, args.train_args)
     ppl = valid_ppl_by_epoch(run_dir / "train.log")
     found = re.findall(r"\| valid \| .*?\| ppl ([0-9.]+)", (run_dir / "train.log").read_text())
     if not found:
         raise ExperimentError(f"no validation perplexity in {run_dir}/train.log")
     result = {"system": system, "lr": lr, "valid_ppl": min(map(float, found)), "epochs": len(ppl)}
+    result["wall"], result["cpu"] = map(float, runs.TimePiece(run_dir).totals())
     (run_dir / "result.json").write_text(json.dumps(result) + "\n")
 
 
@@ -333,15 +335,16 @@ def run_all(prog, tasks):
                 lock.release()
 
 
-def param_counts(out, vocab):
-    """scripts/param-counts.py of every system's config (its model flags) -> OUT/params.md."""
+def param_counts(out, vocab, train_args):
+    """scripts/param-counts.py of every system's config and TRAIN_ARGS (the study's
+    --train-args) -> OUT/params.md."""
     dest = out / "params.md"
     if dest.is_file():
         return
     specs = []
     for system in SYSTEMS:
-        arch, train_args = config_args(system)
-        specs.append(shlex.join([arch, *train_args]))
+        arch, config_train_args = config_args(system)
+        specs.append(shlex.join([arch, *config_train_args, *train_args]))
     # the dictionary's 4 specials next to the pieces
     cmd = ["python", "scripts/param-counts.py", "--lm", "--src-vocab", str(vocab + 4)]
     cmd += ["--tgt-vocab", str(vocab + 4), *specs]
@@ -360,12 +363,12 @@ def main(argv, prog="study-lm", usage="scripts/experiment.py study-lm"):
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     invocation = ["bash", usage] if usage.endswith(".sh") else usage.split()
-    (out / "study-invocation.txt").write_text(shlex.join([*invocation, *argv]) + " \n")
+    (out / "study-invocation.txt").write_text(shlex.join([*invocation, *map(str, argv)]) + " \n")
     data = prepare_data(prog, args)
     counts = json.loads((data / "counts.json").read_text())
     bin_dir = data / "bin"
     vocab = sum(1 for _ in open(bin_dir / "dict.txt", encoding="utf-8"))
-    param_counts(out, vocab)
+    param_counts(out, vocab, args.train_args)
     sweep = []
     for system in SYSTEMS:
         for lr in args.lrs:

@@ -246,9 +246,11 @@ def header(title, smoke, out, kind):
 def commands_section(out, runs, key_dir="dir"):
     lines = ["## Commands", "", "The study, one command (resumable):", "", "```"]
     study = read_text(Path(out) / "study-invocation.txt")
-    if study:
-        lines += [study, "```", "", "which ran", "", "```"]
-    lines.append(read_text(Path(out) / "invocation.txt", "(invocation.txt missing)"))
+    ran = read_text(Path(out) / "invocation.txt")
+    if study and ran:
+        lines += [study, "```", "", "which ran", "", "```", ran]
+    else:  # the LM study runs its tools itself: its own command is the whole story
+        lines.append(study or ran or "(invocation.txt missing)")
     lines += ["```", "", "Each run, as executed:", ""]
     for r in runs:
         label = r["name"] + (f" (seed {r['seed']})" if r.get("seed") else "")
@@ -826,6 +828,7 @@ def write_lm_study(out, doc, smoke):
     )
     params = read_text(out / "params.md")
     n_params = [int(x.replace(",", "")) for x in re.findall(r"\| ([0-9,]+) \| 0 \|", params)]
+    archs = re.findall(r"^\| `(\S+)", params, re.M)
     lines += [
         "**Question** (issues 14 and 22): at matched parameters, tokens and tuning, does "
         "compositional attention model WikiText-2 better than multi-head attention in the same "
@@ -842,10 +845,20 @@ def write_lm_study(out, doc, smoke):
         "perplexity is therefore reported per piece and, **renormalised to words** (the same "
         "total log-likelihood divided by the word count: 2^(loss x pieces / words)), per word, "
         "which is the number comparable with word-level WikiText-2 results.",
-        "- Systems: " + ", ".join(f"`{c}`" for c in plan["configs"]) + ". Parameter counts "
-        "(`scripts/param-counts.py`, in the same order):",
+        "- Systems and their parameters (`scripts/param-counts.py` of each config's arguments"
+        + (" and the study's --train-args" if plan.get("train_args") else "")
+        + "; the full table with the arguments is OUT/params.md):",
         "",
-        params.strip(),
+        table(
+            ["System", "Config", "Arch", "Parameters", "vs stock"],
+            [
+                [s, f"`{c}`", f"`{a}`", f"{n:,}", f"{100 * (n - n_params[0]) / n_params[0]:+.1f}%"]
+                for s, c, a, n in zip(systems, plan["configs"], archs, n_params)
+            ],
+            text_cols=3,
+        )
+        if len(n_params) == len(archs) == len(systems)
+        else params.strip(),
         "",
     ]
     if len(n_params) == len(systems):
@@ -960,8 +973,9 @@ def write_lm_study(out, doc, smoke):
         f"- The paper's direction: on WikiText-103 (103M tokens, d 512, 6 shared layers, full "
         f"schedule) compositional {PAPER_LM['compositional']} vs matched multi-head "
         f"{PAPER_LM['baseline']} ({paper:+.1f}%); here {comp:.2f} vs {matched:.2f} "
-        f"({ours:+.1f}%, mean over seeds) at d 128, 4 shared layers and a few epochs of "
-        "WikiText-2's 2M words, a scale 50 times smaller in data: the direction "
+        f"({ours:+.1f}%, mean over seeds) at this study's size (above: about 50 times fewer "
+        "parameters) and a few epochs of WikiText-2's 2M words (50 times less data): the "
+        "direction "
         + ("is the same" if (ours < 0) == (paper < 0) else "is the opposite")
         + "; whether it is a finding is the across-seed test above.",
         "",
@@ -982,17 +996,15 @@ def write_lm_study(out, doc, smoke):
         ]
     except plot_curves.LogError as e:
         lines += ["## Learning curves", "", f"(not drawn: {e})", ""]
-    sweep_cpu = 0.0
-    for s in systems:
-        for lr in lrs:
-            _, c = read_seconds(out / "sweep" / s / f"lr{lr}")
-            sweep_cpu += c or 0
     total_cpu = sum(r["cpu"] for s in systems for r in res[s])
+    sweep_cpu = sum(sweep[s][lr].get("cpu", 0) for s in systems for lr in lrs)
     lines += [
         "## Cost",
         "",
-        f"Seeds: {total_cpu / 3600:.2f} CPU hours (training and evaluation, user + sys of the "
-        "tools, summed over resumed attempts).",
+        f"Sweep {sweep_cpu / 3600:.2f} CPU hours, seeds {total_cpu / 3600:.2f} CPU hours "
+        "(training and evaluation), together "
+        f"{(sweep_cpu + total_cpu) / 3600:.2f} (user + sys of the tools, summed over resumed "
+        "attempts: what one core alone would take; the wall time on a shared machine is longer).",
         "",
         "## Machine",
         "",
@@ -1009,5 +1021,4 @@ def write_lm_study(out, doc, smoke):
         for s in systems
         for k in seeds
     ]
-    (out / "invocation.txt").write_text(read_text(out / "study-invocation.txt") + "\n")
     return lines + commands_section(out, run_rows)
