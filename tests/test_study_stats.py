@@ -10,6 +10,7 @@ from scipy import stats
 from plugin_tools.experiments.study_stats import (
     choose_lr,
     holm,
+    last_gain,
     paired_t_test,
     stop_after,
     word_perplexity,
@@ -70,9 +71,16 @@ def test_stopping_rule():
     assert stop_after([300.0, 298.0])  # -0.67% < 1%
     assert stop_after([300.0, 310.0])  # worse
     assert not stop_after([300.0, 296.9])  # -1.03%
-    assert stop_after([300.0, 250.0, 220.0, 200.0])  # the cap (4 epochs)
-    assert not stop_after([300.0, 250.0, 220.0, 200.0], max_epochs=5)
+    assert not stop_after([300.0, 250.0, 220.0, 200.0])  # still -9%
+    assert stop_after([300.0, 250.0, 220.0, 200.0, 190.0])  # the cap (5 epochs)
+    assert stop_after([300.0, 250.0, 220.0, 200.0], max_epochs=4)
     assert not stop_after([300.0, 299.0], min_epochs=3)
+
+
+def test_last_gain():
+    assert last_gain([300.0]) is None
+    assert last_gain([300.0, 240.0]) == pytest.approx(0.2)
+    assert last_gain([300.0, 330.0]) == pytest.approx(-0.1)
 
 
 def test_word_perplexity_renormalises_the_total_log_likelihood():

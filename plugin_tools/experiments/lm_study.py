@@ -49,13 +49,15 @@ multi-head attention, the compositional LM's width, depth and ffn); the composit
   --out DIR           study folder (default outputs/study-lm; with --smoke outputs/study-lm-smoke)
   --doc FILE          results document (default docs/results-lm.md; with --smoke OUT/results-lm.md)
   --smoke             pipeline check: 3000 / 300 lines, vocabulary 1000, lrs 0.002,0.004, seeds
-                      1,2, 30 sweep updates, epochs capped at 2; labelled "smoke run, not results"
+                      1,2, 30 sweep updates; labelled "smoke run, not results"
   --threads N         OMP_NUM_THREADS of the tools (default: the environment's, else 1)
   --seeds LIST        default 1,2,3
   --lrs LIST          default 0.001,0.002,0.004
   --sweep-updates N   default 300 (a quarter of an epoch of 2048-token updates)
   --vocab N           sentencepiece vocabulary (default 8000)
-  --min-epochs N, --max-epochs N   the stopping rule's bounds (default 2 and 4)
+  --min-epochs N, --max-epochs N   the stopping rule's bounds (default 2 and 2: the budget;
+                      the rule's own cap is 5). Rerunning with a higher --max-epochs continues
+                      every run the cap stopped (resumes from its checkpoint_last.pt)
   --context-window N  eval-lm.sh context window (default 128)
   --train-args STR    extra fairseq-train arguments of every run, after the config's (later
                       flags win; the study's --lr, --seed, --max-update, --max-epoch come last)
@@ -65,6 +67,10 @@ multi-head attention, the compositional LM's width, depth and ffn); the composit
 """
 
 SYSTEMS = ("baseline", "matched", "compositional")
+# The study's default cap on epochs, a budget choice (configs/lm/wikitext2-study-baseline.sh):
+# the stopping rule's own cap is study_stats.MAX_EPOCHS (5). A later run of the same command with
+# a higher --max-epochs continues the runs the cap stopped (from their checkpoint_last.pt).
+BUDGET_EPOCHS = 2
 
 
 def config_path(system):
@@ -111,12 +117,11 @@ def parse(argv, usage):
     if len(set(args.seeds)) < len(args.seeds) or len(set(args.lrs)) < len(args.lrs):
         raise ExperimentError("--seeds/--lrs: a value given twice")
     defaults = {"sweep_updates": 30 if smoke else 300, "vocab": 1000 if smoke else 8000}
-    defaults.update(min_epochs=study_stats.MIN_EPOCHS, max_epochs=2 if smoke else None)
+    defaults.update(min_epochs=study_stats.MIN_EPOCHS, max_epochs=BUDGET_EPOCHS)
     for name, default in defaults.items():
         flag = "--" + name.replace("_", "-")
         value = runs.check_positive(getattr(args, name), flag)
         setattr(args, name, value if value is not None else default)
-    args.max_epochs = args.max_epochs or study_stats.MAX_EPOCHS
     args.context_window = runs.check_positive(args.context_window, "--context-window")
     if args.min_epochs > args.max_epochs:
         raise ExperimentError("--min-epochs is larger than --max-epochs")
@@ -311,23 +316,26 @@ def seed_run(run_dir, system, data, lr, seed, counts, args):
     wall, cpu = runs.TimePiece(run_dir).totals()
     result = {"system": system, "lr": lr, "seed": seed, "valid_ppl_by_epoch": ppl}
     result.update(epochs=len(ppl), eval=results, wall=float(wall), cpu=float(cpu))
+    gain = study_stats.last_gain(ppl)
+    by_rule = len(ppl) >= args.min_epochs and gain is not None and gain < study_stats.MIN_GAIN
+    result.update(last_gain=gain, stopped_by="rule" if by_rule else "cap")
     (run_dir / "result.json").write_text(json.dumps(result, indent=1) + "\n")
 
 
-def run_all(prog, tasks):
+def run_all(prog, tasks, finished=lambda run_dir: (run_dir / "result.json").is_file()):
     """TASKS: [(run folder, label, function)]. Two passes: the first runs what no other process
     holds (a lock per run folder), the second waits for the others' runs and runs what is left;
-    a run is finished when its result.json exists."""
+    FINISHED(run folder) says whether a run is done (default: its result.json exists)."""
     for blocking in (False, True):
         for run_dir, label, function in tasks:
-            if (run_dir / "result.json").is_file():
+            if finished(run_dir):
                 continue
             lock = runs.FileLock(run_dir / "run.lock")
             if not lock.acquire(blocking=blocking):
                 runs.say(prog, f"[{label}] busy in another process, skipped for now")
                 continue
             try:
-                if not (run_dir / "result.json").is_file():
+                if not finished(run_dir):
                     last = run_dir / "checkpoints" / "checkpoint_last.pt"
                     runs.say(prog, f"[{label}] {'resuming' if last.is_file() else 'training'}")
                     function()
@@ -400,7 +408,16 @@ def main(argv, prog="study-lm", usage="scripts/experiment.py study-lm"):
                 d, s, bin_dir, chosen[s], seed, counts, args
             )
             seeds.append((d, f"{system} seed {seed}", fn))
-    run_all(prog, seeds)
+
+    def seed_finished(run_dir):
+        """Done: evaluated, and stopped by the rule or at a cap >= this --max-epochs."""
+        f = run_dir / "result.json"
+        if not f.is_file():
+            return False
+        r = json.loads(f.read_text())
+        return r.get("stopped_by") == "rule" or r["epochs"] >= args.max_epochs
+
+    run_all(prog, seeds, seed_finished)
     plan = {
         "systems": list(SYSTEMS),
         "configs": [config_path(s) for s in SYSTEMS],

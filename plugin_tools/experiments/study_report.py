@@ -797,6 +797,13 @@ def config_comment(path, start):
     return " ".join(lines)
 
 
+def stopped(result):
+    """'E epochs, rule|cap, last epoch -X.X%' of a seed's result.json."""
+    gain = result.get("last_gain")
+    gain_text = "" if gain is None else f", last epoch {100 * gain:+.1f}%"
+    return f"{result['epochs']}, {result.get('stopped_by', '?')}{gain_text}"
+
+
 def write_lm_study(out, doc, smoke):
     out = Path(out)
     plan_file = out / "plan.json"
@@ -946,6 +953,14 @@ def write_lm_study(out, doc, smoke):
         table(
             ["System", *[f"seed {k}" for k in seeds]],
             [[s, *[f"{x:.2f}" for x in word[s]]] for s in systems],
+        ),
+        "",
+        "Where each seed stopped (epochs; what stopped it: the 1% rule or the epoch cap; the "
+        "last epoch's relative improvement of validation perplexity):",
+        "",
+        table(
+            ["System", *[f"seed {k}" for k in seeds]],
+            [[s, *[stopped(r) for r in res[s]]] for s in systems],
         ),
         "",
     ]
