@@ -1,29 +1,32 @@
-# WikiText-2 study of issue 14: stock fairseq `transformer_lm`, the recipe shared with
-# wikitext2-study-compositional.sh (which sources this file). Run the whole study (prepare, train
-# both, eval-lm on valid and test, curves, docs/results-lm.md):
-#   bash scripts/study-lm.sh
-# or by hand:
-#   bash scripts/prepare-wikitext.sh 2 --out data-bin/wikitext-2
-#   bash scripts/compare-lm.sh configs/lm/wikitext2-study-{baseline,compositional}.sh --context-window 128
+# WikiText-2 study (issues 14 and 22): stock fairseq `transformer_lm`, the recipe shared with
+# wikitext2-study-matched.sh and wikitext2-study-compositional.sh (which source this file). Run
+# the whole study (data, parameter counts, lr sweep, seeds, evaluation, docs/results-lm.md):
+#   bash scripts/study-lm.sh --threads 1 &   bash scripts/study-lm.sh --threads 1   # two cores
 #
-# Model: 4 pre-norm layers, d 128, ffn 512, 4 heads, tied input/output embeddings (33,280-word
-# vocabulary: the embedding is 4.26M of the 5.05M parameters), dropout 0.2.
-# Training (the paper's WikiText-103 recipe scaled down to a CPU budget): Adam (0.9, 0.98),
-# weight decay 0.01, inverse_sqrt with 200 warm-up updates, lr 0.002 (the paper's baseline lr;
-# the compositional model uses its 0.004), blocks of 256 tokens, 2048 tokens per update, 1000
-# updates = 2.05M tokens (one epoch of the 2.09M training tokens) for both systems. Validation
-# loss every 200 updates on the first 10 batches of valid (81,920 of its 217,646 tokens: the
-# full set would cost a fifth of the training) picks checkpoint_best.pt, which eval-lm.sh then
-# scores on the full valid and test subsets with --context-window 128.
-# Budget (issue 14: about 3 CPU hours for the NMT and LM studies together; this one about 1.3):
-# measured on the shared 2-core machine (20-update runs, CPU seconds of one thread), an update
-# costs about 1.85 CPU-s, a compositional one 2.3 (the 33k-word softmax dominates; fairseq's
-# adaptive softmax fails in backward with torch 2.13): one epoch is about 31 CPU-min for the
-# baseline and 39 for the compositional model, plus about 5 CPU-min of evaluation each. That is
-# one epoch, not convergence: the study compares the two at equal tokens; more updates for both:
-#   bash scripts/study-lm.sh -- --train-args "--max-update 4000"
-# (train.done must be removed to extend a finished run). Measured speeds are pessimistic (other
-# jobs shared the cores); docs/results-lm.md reports the measured cost of the run itself.
+# Model: 4 pre-norm layers, d 128, ffn 512, 4 heads, tied input/output embeddings, dropout 0.2.
+# Data (the study's, issue 22): WikiText-2 re-tokenized with an 8,000-piece sentencepiece model
+# (2,959,669 training pieces for 2,088,628 words, 1.42 a word); perplexity per piece and, with the
+# total log-likelihood renormalised to the word count, per word. Parameters with that dictionary
+# (8,000 entries): 1,817,344 (matched 1,798,208, compositional 1,815,776; scripts/param-counts.py).
+# Training (the paper's WikiText-103 recipe scaled down): Adam (0.9, 0.98), weight decay 0.01,
+# inverse_sqrt with 200 warm-up updates, blocks of 256 tokens, 2048 tokens per update (1,445 per
+# epoch); validation on the first 10 batches of valid (81,920 pieces) every 200 updates and at
+# every epoch's end. The study sets --lr (the sweep, then the chosen one), --seed, --max-update
+# and --max-epoch itself; --max-update 1000 below is the issue-14 budget of a run by hand.
+# Budget (issue 22: about 8 CPU hours for the LM study). The 33k-word softmax made an epoch cost
+# 31 CPU-min (stock) and 39 (compositional) in the issue-14 run; with 8k pieces the softmax is a
+# quarter, the epoch 1.42 times more tokens: per token the stock model does 1.81M multiply-adds
+# (0.79M in the layers + 1.02M softmax) instead of 5.05M, the shared-layer models 4 x 0.79M +
+# 1.02M = 4.18M instead of 7.42M, so an epoch costs about 31 x 0.36 x 1.42 = 16 CPU-min (stock)
+# and 39 x 0.56 x 1.42 = 31 (compositional; matched about the same): 78 CPU-min for the three
+# systems, 3.9 CPU-hours for one epoch of 3 seeds each. Plan: sweep of 3 lrs x 300 updates (0.21
+# epoch) = 0.8 CPU-h; seeds 1-3, the stopping rule with a budget cap of 2 epochs = 7.8 CPU-h;
+# evaluation (valid + test, context window 128) about 0.5 CPU-h: about 9 CPU-hours, 4.5 wall
+# hours on two cores. Each further epoch (rerun with --max-epochs 3, ... up to the rule's 5) adds
+# 3.9 CPU-hours. These are estimates scaled from the issue-14 measurements; 10- and 40-update
+# runs at 8k pieces measured 3.2 (stock) and 3.6 (matched) CPU-s per update while six other
+# trainings shared the two cores (the CPU time of a crowded core is inflated, hence not used);
+# docs/results-lm.md reports the measured cost of the study itself.
 NAME=wikitext2-study-baseline
 ARCH=transformer_lm
 DATA=${WIKITEXT2_BIN:-data-bin/wikitext-2/bin}

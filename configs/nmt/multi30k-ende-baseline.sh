@@ -17,11 +17,14 @@
 # one thread, start-up subtracted), an update costs 1.1 CPU-s at d 128 (compositional 1.45;
 # Graph-Transformer about 1.3x the baseline) and 2.3 at d 256. With 2048-token batches (about
 # 300 updates per epoch) an epoch costs about 2.8 CPU-min for the baseline, 3.7 compositional,
-# 3.5 Graph-Transformer weight-gate, about 3.9 sum/self-gate (full dimension): 7 epochs of the
-# four systems plus the losing selection candidate (2 epochs) and decoding come to about
-# 110 CPU-min for one seed (--seeds 1,2 doubles it); at d 256 the same budget would buy 3
-# epochs. The measurements are pessimistic (other jobs shared the cores); docs/results-nmt.md
-# reports the measured cost of the run itself.
+# 3.5 Graph-Transformer weight-gate, about 3.9 sum/self-gate (full dimension); the issue-14 run
+# measured 2.7, 3.1, 2.9 and 3.3 (90 CPU-min for seed 1 of four systems, the losing selection
+# candidate included). Issue 22 (3 seeds, the wide baseline added, about 3.0 CPU-min an epoch):
+# 7 epochs x (2.7 + 3.0 + 3.1 + 2.9 + 3.3) = 105 CPU-min a seed, 3 seeds plus the selection
+# loser (7 min) and decoding (15 runs, about 1 CPU-min each): about 5.6 CPU-hours, 2.8 wall
+# hours on two cores (two processes, see scripts/study-nmt.sh --help). The De-En study
+# (configs/nmt/multi30k-deen-*.sh: 4 systems, 2.7 + 3.0 + 2.9 + 3.3 an epoch, 3 seeds, decoding): about 4.4
+# CPU-hours. docs/results-nmt.md reports the measured cost of the run itself.
 NAME=multi30k-ende-baseline
 ARCH=transformer
 DATA=${MULTI30K_ENDE_BIN:-data-bin/multi30k.en-de/bin}

@@ -894,7 +894,7 @@ def write_lm_study(out, doc, smoke):
         f"{plan['context_window']}` (fairseq-eval-lm) on the full valid and test subsets.",
     ]
     budget = config_comment(plan["configs"][0], "# Budget")
-    lines += [f"- Budget (planned, {plan['configs'][0]}): {budget}" if budget else "", ""]
+    lines += [f"- Planned ({plan['configs'][0]}): {budget}" if budget else "", ""]
 
     rows = []
     for s in systems:
