@@ -288,7 +288,7 @@ for seed in "${seeds[@]}"; do
     cpu=-
     [[ -f $dir/train.seconds ]] && read -r seconds cpu < "$dir/train.seconds"
     if [[ -f $dir/train.log ]]; then
-      logs+=("$dir/train.log") labels+=("$tb")
+      logs+=("$dir/train.log") labels+=("$NAME")
       params=$(log_params "$dir/train.log")
       updates=$(grep -E '\| valid \|' "$dir/train.log" | tail -n 1 | grep -oE 'num_updates [0-9]+' | grep -oE '[0-9]+$' || echo -)
       epochs=$(grep -E '\| train \| epoch' "$dir/train.log" | tail -n 1 | grep -oE 'epoch [0-9]+' | grep -oE '[0-9]+$' | sed 's/^0*//' || echo -)
@@ -321,7 +321,11 @@ done
 
 curves=""
 if [[ ${#logs[@]} -gt 0 ]]; then
-  plot_curves loss "${#logs[@]}" "${logs[@]}" "${labels[@]}"
+  # one line per system: the mean over its seeds with a band from the lowest to the highest
+  if python "$root/scripts/plot-curves.py" "${logs[@]}" --labels "${labels[@]}" --group \
+      --metric loss --out "$out/curves.png" >&2; then
+    curves=curves.png
+  fi
 fi
 
 {

@@ -87,3 +87,70 @@ def test_word_perplexity_renormalises_the_total_log_likelihood():
     # 1200 subword tokens at 7 bits each = 8400 bits over 1000 words: 8.4 bits a word
     assert word_perplexity(7.0, 1200, 1000) == pytest.approx(2**8.4)
     assert word_perplexity(7.0, 1000, 1000) == pytest.approx(2**7)  # word-level: unchanged
+
+
+def _significance(scores_by_system, p_bs):
+    """A significance JSON of bleu-significance.py for one seed: BLEU and chrF rows."""
+    metrics = {}
+    for metric, offset in (("BLEU", 0.0), ("chrF", 25.0)):
+        rows = []
+        for i, (name, score) in enumerate(scores_by_system.items()):
+            row = {"system": name, "score": score + offset}
+            if i:
+                row.update(delta=score - next(iter(scores_by_system.values())), p_bs=p_bs[name])
+            rows.append(row)
+        metrics[metric] = {"rows": rows}
+    return {"metrics": metrics}
+
+
+def test_nmt_across_seed_family_holm_and_verdicts():
+    """The NMT study's across-seed family: every system against the baseline and every
+    non-stock system against the wide baseline, on BLEU and chrF; Holm over all of them; the
+    reading says "better" only where the adjusted p-value is below 0.05."""
+    from plugin_tools.experiments import study_report
+
+    names = ["base", "base-baseline-wide", "comp", "graph"]
+    per_seed = [  # comp: +1.0 on every seed (+- 0.1); graph: noise around the baseline
+        {"base": 28.0, "base-baseline-wide": 28.2, "comp": 29.0, "graph": 28.5},
+        {"base": 27.5, "base-baseline-wide": 27.4, "comp": 28.6, "graph": 27.0},
+        {"base": 28.3, "base-baseline-wide": 28.5, "comp": 29.2, "graph": 28.6},
+    ]
+    sig = {
+        s: _significance(per_seed[i], dict.fromkeys(names[1:], 0.01)) for i, s in enumerate("123")
+    }
+    entries = study_report.nmt_across_seed_entries(sig, list("123"), names)
+    pairs = [(b, a, m) for b, a, m, *_ in entries]
+    expected = [
+        (b, a, m)
+        for m in ("BLEU", "chrF")
+        for a, b in [("base", n) for n in names[1:]]
+        + [("base-baseline-wide", "comp")]
+        + [("base-baseline-wide", "graph")]
+    ]
+    assert pairs == expected
+    table_text, reading = study_report.across_seed_tests(entries, 3)
+    p_raw = [paired_t_test(a, b)[4] for _, _, _, a, b, _ in entries]
+    adjusted = holm(p_raw)
+    for sentence, p_adj, (b, a, m, *_) in zip(reading, adjusted, entries):
+        assert sentence.startswith(f"- {b}, {m} ")
+        assert f"Holm-adjusted over the 10 comparisons p = {p_adj:.4f}" in sentence
+        if p_adj < 0.05:
+            assert f"better than {a}" in sentence or f"worse than {a}" in sentence
+        else:
+            assert f"not distinguishable from {a} at 3 seeds" in sentence
+    comp_vs_base = reading[names.index("comp") - 1]
+    assert "better than base" in comp_vs_base  # +1.0, sd 0.1 over 3 seeds
+    graph_vs_base = reading[names.index("graph") - 1]
+    assert "not distinguishable from base at 3 seeds" in graph_vs_base
+    assert table_text.count("\n") == len(entries) + 1
+
+
+def test_per_seed_bootstrap_holm():
+    from plugin_tools.experiments import study_report
+
+    m = _significance({"base": 28.0, "a": 29.0, "b": 28.1}, {"a": 0.01, "b": 0.4})["metrics"]
+    adjusted = study_report.seed_holm(m)
+    # family: (BLEU a, BLEU b, chrF a, chrF b) = 0.01, 0.4, 0.01, 0.4
+    assert adjusted == pytest.approx(
+        {("BLEU", "a"): 0.04, ("BLEU", "b"): 0.8, ("chrF", "a"): 0.04, ("chrF", "b"): 0.8}
+    )

@@ -24,9 +24,9 @@
 # evaluation (valid + test, context window 128) about 0.5 CPU-h: about 9 CPU-hours, 4.5 wall
 # hours on two cores. Each further epoch (rerun with --max-epochs 3, ... up to the rule's 5) adds
 # 3.9 CPU-hours. These are estimates scaled from the issue-14 measurements; 10- and 40-update
-# runs at 8k pieces measured 3.2 (stock) and 3.6 (matched) CPU-s per update while six other
-# trainings shared the two cores (the CPU time of a crowded core is inflated, hence not used);
-# docs/results-lm.md reports the measured cost of the study itself.
+# runs at 8k pieces measured 3.2 (stock), 3.6 (matched) and 4.3 (compositional) CPU-s per update
+# while six other trainings shared the two cores (the CPU time of a crowded core is inflated, so
+# only their ratios are informative); docs/results-lm.md reports the measured cost of the study.
 NAME=wikitext2-study-baseline
 ARCH=transformer_lm
 DATA=${WIKITEXT2_BIN:-data-bin/wikitext-2/bin}
