@@ -9,7 +9,8 @@ plugin_tools.experiments`` or ``scripts/experiment.py``).
   the plan is :mod:`.grid_plan`);
 - :mod:`.tagging_variants`: ``tagging-variants`` (scripts/cogs-tagging-variants.sh);
 - :mod:`.studies`: ``study-nmt`` and ``study-lm`` (scripts/study-{nmt,lm}.sh: data once, then the
-  comparison pipelines scripts/compare-{nmt,lm}.sh);
+  comparison pipeline scripts/compare-nmt.sh; the LM study is :mod:`.lm_study`, its statistics
+  and rules :mod:`.study_stats`);
 - :mod:`.grid_report` and :mod:`.study_report`: ``report compgen`` and ``report nmt|lm``
   (scripts/compgen-grid-report.py, scripts/study-report.py); :mod:`.cli` dispatches.
 
