@@ -1,7 +1,8 @@
-"""`study-nmt` and `study-lm`: the issue-14 studies, one command each (scripts/study-nmt.sh and
-scripts/study-lm.sh are wrappers of them): prepare the data once, then run the comparison
-pipeline (scripts/compare-nmt.sh / compare-lm.sh, which trains, evaluates and writes the results
-document with `report nmt|lm`)."""
+"""`study-nmt` and `study-lm`: the real-data studies (issues 14 and 22), one command each
+(scripts/study-nmt.sh and scripts/study-lm.sh are wrappers of them). study-nmt prepares the data
+once (under a lock), then runs the comparison pipeline scripts/compare-nmt.sh (which trains,
+decodes, tests and writes the results document with `report nmt`; two processes started alike
+share its runs). study-lm is lm_study.py (sweep, seeds, stopping rule, `report lm-study`)."""
 
 import os
 import re
@@ -45,27 +46,6 @@ same command started twice (one process per core) splits the runs (compare-nmt.s
 Options after `--` go to scripts/compare-nmt.sh (e.g. -- --train-args "--max-epoch 20").
 """
 
-LM_USAGE = """\
-Usage: {usage} [--out DIR] [--doc FILE] [--smoke] [--threads N] [-- compare-lm.sh options]
-
-The WikiText-2 language-modelling study, resumable (run the same command again after an
-interruption: a finished system is skipped, an unfinished one resumes from checkpoint_last.pt):
-  1. data: scripts/prepare-wikitext.sh 2 --out data-bin/wikitext-2 (once);
-  2. scripts/compare-lm.sh configs/lm/wikitext2-study-{{baseline,compositional}}.sh
-     --context-window 128 --tensorboard: same tokens for both, perplexity of the best
-     checkpoint on the full valid and test subsets with fairseq-eval-lm --context-window;
-  3. scripts/study-report.py lm: the results document (tables, curves, commands, machine).
-
-  --out DIR     study folder (default outputs/study-lm; with --smoke outputs/study-lm-smoke)
-  --doc FILE    results document (default docs/results-lm.md; with --smoke
-                OUT/results-lm.md, so a smoke run never replaces the results)
-  --smoke       pipeline check at a tiny budget: 3000 training / 300 evaluation lines
-                (data-bin/wikitext-2-smoke), 60 updates, validation every 30; the document is
-                labelled "smoke run, not results"
-  --threads N   OMP_NUM_THREADS for training and evaluation (default: the environment's, else 1)
-Options after `--` go to scripts/compare-lm.sh (e.g. -- --train-args "--max-update 3000").
-"""
-
 NMT_SYSTEMS = {
     "en-de": (
         "baseline",
@@ -79,7 +59,9 @@ NMT_SYSTEMS = {
 
 
 def parse(kind, argv, usage):
-    p = runs.Parser((NMT_USAGE if kind == "nmt" else LM_USAGE).format(usage=usage))
+    if kind != "nmt":  # the LM study has its own driver, lm_study.py
+        raise ExperimentError(f"no {kind} study here (study-lm: lm_study.py)")
+    p = runs.Parser(NMT_USAGE.format(usage=usage))
     p.add_argument("--out")
     p.add_argument("--doc")
     p.add_argument("--smoke", action="store_true")
@@ -117,20 +99,6 @@ def plan(kind, args):
             compare += ["--train-args", "--max-epoch 2", "--select-epochs", "1"]
             compare += ["--resamples", "200", "--trials", "500", "--smoke"]
         return data, f"{data}/bin/dict.{tgt}.txt", prepare, compare
-    data = f"data-bin/wikitext-2{smoke}"
-    prepare = ["bash", "scripts/prepare-wikitext.sh", "2", "--out", data]
-    prepare += ["--max-train-lines", "3000", "--max-eval-lines", "300"] if args.smoke else []
-    cfgs = [f"configs/lm/wikitext2-study-{s}.sh" for s in ("baseline", "compositional")]
-    compare = ["bash", "scripts/compare-lm.sh", *cfgs, "--data", f"{data}/bin", "--out", args.out]
-    compare += ["--context-window", "128", "--tensorboard", "--doc", args.doc]
-    if args.smoke:
-        compare += [
-            "--train-args",
-            "--max-update 60 --validate-interval-updates 30 --save-interval-updates 30 "
-            "--warmup-updates 20",
-            "--smoke",
-        ]
-    return data, f"{data}/bin/dict.txt", prepare, compare
 
 
 def run_study(kind, argv, prog, usage):
