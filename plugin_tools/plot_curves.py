@@ -144,7 +144,8 @@ def plot(logs, labels, metric, xs_kinds, out, subset="valid", group=False):
                 n = len(members)
                 if not xs:
                     continue
-                (line,) = ax.plot(xs, ys, label=f"{name} (mean of {n})", **style)
+                label = f"{name} (mean of {n} seeds)" if n > 1 else name
+                (line,) = ax.plot(xs, ys, label=label, **style)
                 if n > 1:
                     ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.2)
             else:

@@ -154,7 +154,7 @@ def test_group_draws_one_line_and_band_per_system(tmp_path, monkeypatch):
     assert out.read_bytes()[:8] == PNG_MAGIC
     ax = saved["fig"].axes[0]
     lines = ax.get_lines()
-    assert [ln.get_label() for ln in lines] == ["a (mean of 2)", "b (mean of 2)"]
+    assert [ln.get_label() for ln in lines] == ["a (mean of 2 seeds)", "b (mean of 2 seeds)"]
     assert list(lines[0].get_ydata()) == [310, 205, 155]
     assert list(lines[1].get_ydata()) == [290, 195, 145]
     assert lines[0].get_marker() != lines[1].get_marker()
