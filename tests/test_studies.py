@@ -272,7 +272,7 @@ if __name__ == "__main__":
 
 
 TINY_LM = (
-    "--decoder-layers 1 --decoder-embed-dim 32 --decoder-input-dim 32 --decoder-output-dim 32 "
+    "--decoder-layers 2 --decoder-embed-dim 32 --decoder-input-dim 32 --decoder-output-dim 32 "
     "--decoder-ffn-embed-dim 64 --tokens-per-sample 64 --max-tokens 1024 --warmup-updates 4 --validate-interval-updates 0 "
     "--save-interval-updates 0 --log-interval 10"
 )
