@@ -29,6 +29,8 @@ import urllib.request
 from pathlib import Path
 from typing import NamedTuple
 
+from plugin_tools.cli import called_as
+
 DATA_ENV = "FAIRSEQ_PLUGINS_DATA"
 REQUIRE_ENV = "FAIRSEQ_PLUGINS_REQUIRE_CORPORA"
 URL_ENV = "FAIRSEQ_PLUGINS_CORPORA_URL"
@@ -361,10 +363,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
-    prog = "corpora.py"
-    if argv[:1] == ["--prog"] and len(argv) > 1:  # the wrapping script's name, for messages
-        prog, argv = argv[1], argv[2:]
+    prog, argv = called_as(sys.argv[1:] if argv is None else argv, "corpora.py")
     p = _Parser(
         prog=prog, description="Find (path, check) or fetch the real corpora (module docstring)."
     )

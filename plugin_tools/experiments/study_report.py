@@ -504,15 +504,7 @@ def nmt_across_seed_entries(sig, seeds, names):
 
 def planned_budget(out, name):
     """The '# Budget ...' paragraph of the first system's config (its copy OUT/NAME/config.sh)."""
-    lines, on = [], False
-    for line in read_text(Path(out) / name / "config.sh").splitlines():
-        if line.startswith("# Budget"):
-            on = True
-        if on:
-            if not line.startswith("#"):
-                break
-            lines.append(line[1:].strip())
-    return " ".join(lines)
+    return config_comment(Path(out) / name / "config.sh", "# Budget")
 
 
 def budget_lines(runs, stats, extra_dirs=(), per="epoch", out=None):
