@@ -71,7 +71,10 @@ PAPER_COLUMNS = [
 # sharing (the preset alone is abs without copy decoder). The issue-26 rows (ALiBi, T5 bias,
 # RoPE, NoPE decoder, the Neural Data Router, each with the copy decoder as the best existing
 # row, and one scheme with compositional attention; T5 until the grid says which scheme is best)
-# run the issue's columns only, 2 seeds as rel2-eb-c: about 4.2 CPU hours.
+# run the issue's columns only, 2 seeds as rel2-eb-c: about 4.2 CPU hours. rel-eb-c is their
+# one-factor baseline: the same model with rel-eb in self-attention (the schemes replace it; the
+# NoPE row removes it from the decoder) and, like them, no relative cross-attention (rel2-eb-c has
+# it), so each scheme is compared with one factor changed (about 0.7 CPU hours).
 NEW_SCHEME_COLUMNS = ("add", "addneg", "reverse", "dup", "scan-length", "cogs")
 ROWS = [
     Row("compgen_abs", 3),
@@ -81,6 +84,7 @@ ROWS = [
     Row("compgen_small_2s", 2, ("--rel-pos", "eb", "--rel-pos-cross", "--copy-decoder")),
     Row("compgen_comp_rel2_eb_c", 3),
     Row("compgen_comp_rel2_eb_cs", 2),
+    Row("compgen_rel_eb_c", 2, (), NEW_SCHEME_COLUMNS),
     Row("compgen_alibi_c", 2, (), NEW_SCHEME_COLUMNS),
     Row("compgen_t5_c", 2, (), NEW_SCHEME_COLUMNS),
     Row("compgen_rope_c", 2, (), NEW_SCHEME_COLUMNS),

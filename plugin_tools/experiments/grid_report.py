@@ -73,6 +73,7 @@ ROWS = [
     ("compgen_small_2s", "small-2s (rel2-eb-c, shared)"),
     ("compgen_comp_rel2_eb_c", "comp-rel2-eb-c (new)"),
     ("compgen_comp_rel2_eb_cs", "comp-rel2-eb-cs (new, shared)"),
+    ("compgen_rel_eb_c", "rel-eb + copy (issue 26's baseline)"),
     ("compgen_alibi_c", "ALiBi + copy (issue 26)"),
     ("compgen_t5_c", "T5 bias + copy (issue 26)"),
     ("compgen_rope_c", "RoPE + copy (issue 26)"),
