@@ -50,8 +50,8 @@ def test_plan_order_seed_rounds_and_done_cells(tmp_path):
         if line.startswith("  ") and "seed " in line
     ]
     # 7 rows x 9 seq2seq columns (16 row-seeds) + the tagging column without the two rel2 rows,
-    # + the 6 issue-26 rows on their 6 columns, 2 seeds each
-    assert len(cells) == load_report().plan_total() == 16 * 9 + 12 + 6 * 6 * 2 == 228
+    # + the 7 issue-26 rows (6 and their baseline rel-eb-c) on their 6 columns, 2 seeds each
+    assert len(cells) == load_report().plan_total() == 16 * 9 + 12 + 7 * 6 * 2 == 240
     new_rows = {c[4] for c in cells} - {
         "compgen_abs",
         "compgen_rel_eb",
@@ -61,7 +61,7 @@ def test_plan_order_seed_rounds_and_done_cells(tmp_path):
         "compgen_comp_rel2_eb_c",
         "compgen_comp_rel2_eb_cs",
     }
-    assert len(new_rows) == 6
+    assert len(new_rows) == 7
     assert {c[3] for c in cells if c[4] in new_rows} == {
         "add",
         "addneg",
@@ -74,7 +74,7 @@ def test_plan_order_seed_rounds_and_done_cells(tmp_path):
     # 2 rows with a third seed (abs, comp-rel2-eb-c) x 9 tasks, + their tagging
     assert seeds == sorted(seeds) and seeds.count(3) == 18 + 2
     assert cells[0] == ["done", "seed", "1", "add", "compgen_abs"]
-    assert cells[1][0] == "todo" and "228 cells, 1 done" in proc.stdout
+    assert cells[1][0] == "todo" and "240 cells, 1 done" in proc.stdout
     assert not (tmp_path / "locks").exists()  # --list starts nothing
     # The tagging column comes right after cogs in every seed round, with the row's tagging arch.
     for seed in (1, 2, 3):
@@ -187,8 +187,8 @@ def test_two_grids_on_one_out_share_the_cells(tmp_path):
     assert [g.returncode for g in grids] == [0, 0], errs
     ran = [line.split() for line in log.read_text().splitlines()]
     cells = [tuple(r[:3]) for r in ran]
-    # 7 rows, 16 row-seeds, + 6 issue-26 rows of 2 seeds, on 2 columns
-    assert len(cells) == len(set(cells)) == 2 * (16 + 12)
+    # 7 rows, 16 row-seeds, + 7 issue-26 rows of 2 seeds, on 2 columns
+    assert len(cells) == len(set(cells)) == 2 * (16 + 14)
     assert len({r[3] for r in ran}) == 2  # both grids ran cells
     with open(results, newline="") as f:
         assert sorted((r["preset"], r["task"], r["seed"]) for r in csv.DictReader(f)) == sorted(
@@ -303,7 +303,7 @@ def test_report_renders_table_categories_and_chart(tmp_path):
         assert rows[name][13] == "**0.800 (1)** (rel-eb's †)"
     assert rows["| small-2s (rel2-eb-c, shared)"][13] == "–"
     assert "† rel2-eb and rel2-eb-c have rel-eb's encoder" in text
-    assert "Runs recorded: 6 of 228 planned" in text
+    assert "Runs recorded: 6 of 240 planned" in text
     seq2seq, tagging = text.split("### COGS (tagging) per generalisation category")
     assert "| pp_recursion | 0.000 |" in seq2seq.split("### COGS (seq2seq)")[1]
     assert "| COGS gen category | compgen_abs<br>cogs_tagging_base (2) |" in tagging
@@ -356,6 +356,39 @@ def test_comparison_with_rel2_eb_c():
     assert cells["SCAN-aj"][2] == "-0.002"  # beyond a zero spread, but below 0.01: unmarked
     # the mean leaves out COGS tag.: (0.30 - 0.20 - 0.002) / 3
     assert cells["mean Δ over the seq2seq columns"][2] == "+0.033 (3 columns)"
+
+
+def test_new_rows_against_their_one_factor_baselines():
+    """Issue 26's table: each new row paired by seed with the baseline SCHEME_BASELINES names,
+    only on seeds both have; 2 identical differences give a zero-width interval, not a test."""
+    report = load_report()
+
+    def row(preset, task, seed, acc, cpu=10.0):
+        return {"preset": preset, "task": task, "seed": seed, "accuracy": acc, "cpu_seconds": cpu}
+
+    rows = [
+        row("compgen_rel_eb_c", "reverse", "1", 0.50),
+        row("compgen_rel_eb_c", "reverse", "2", 0.60),
+        row("compgen_rel_eb_c", "reverse", "3", 0.90),  # no T5 seed 3: left out of the pairing
+        row("compgen_t5_c", "reverse", "1", 0.30, 20.0),
+        row("compgen_t5_c", "reverse", "2", 0.30, 20.0),
+        row("compgen_rel2_eb_c", "add", "1", 0.9),
+        row("compgen_rel_eb_c", "add", "1", 0.0),
+    ]
+    pairs = {r: b for r, (b, _) in report.SCHEME_BASELINES.items()}
+    lines = report.paired_comparison(rows, pairs, report.COLUMNS, row_head="row").splitlines()
+    parsed = {
+        tuple(c.strip() for c in line.strip("|").split("|"))[:2]: [
+            c.strip() for c in line.strip("|").split("|")
+        ]
+        for line in lines[2:]
+    }
+    t5 = parsed["Reverse", "`compgen_t5_c` − `compgen_rel_eb_c`"]
+    assert t5[2:6] == ["2", "0.300", "0.550", "-0.250"] and t5[9] == "2.00x"
+    assert t5[8] == "cannot tell"  # -0.2, -0.3: t(1) = 12.7 makes the interval include 0
+    add = parsed["Add", "`compgen_rel_eb_c` − `compgen_rel2_eb_c`"]
+    assert add[2] == "1" and add[5] == "-0.900" and add[8] == "cannot tell"
+    assert len(lines) == 4
 
 
 def test_paper_budget_plan_blocks_and_commands(tmp_path):
