@@ -82,8 +82,7 @@ for cfg in "${configs[@]}"; do
     # the log of an interrupted attempt first (train-lm.sh starts its log afresh)
     [[ -f $ckpt/train.log ]] && { cat "$ckpt/train.log" >> "$dir/train.log"; rm -f "$ckpt/train.log"; }
     training_starts "$NAME" "$dir" "$ckpt"
-    TIMEFORMAT='%R %U %S'
-    { time "${train[@]}" > /dev/null 2> "$dir/train-lm.stderr"; } 2> "$dir/train.time" \
+    python "$root/scripts/experiment.py" timed "$dir" -- "${train[@]}" > /dev/null 2> "$dir/train-lm.stderr" \
       || { [[ -f $ckpt/train.log ]] && tail -n 20 "$ckpt/train.log" >&2; tail -n 3 "$dir/train-lm.stderr" >&2
            die "[$NAME] training failed (see $ckpt/train.log)"; }
     cat "$ckpt/train.log" >> "$dir/train.log"; rm -f "$ckpt/train.log"

@@ -159,8 +159,7 @@ train_run() {
   training_starts "$tb" "$dir" "$dir/checkpoints"
   # wall and CPU (user + sys) seconds of fairseq-train, summed over attempts: on a shared machine
   # the CPU seconds are what the run would take alone (one thread)
-  local TIMEFORMAT='%R %U %S'
-  { time "${cmd[@]}" >> "$dir/train.log" 2>&1; } 2> "$dir/train.time" \
+  python "$root/scripts/experiment.py" timed "$dir" -- "${cmd[@]}" >> "$dir/train.log" 2>&1 \
     || { tail -n 20 "$dir/train.log" >&2; die "[$tb] fairseq-train failed (see $dir/train.log)"; }
   training_done "$tb" "$dir" "$dir/checkpoints"
   rm -f "$dir/generate.done"
@@ -243,7 +242,7 @@ for seed in "${seeds[@]}"; do
         mkdir -p "$dir/checkpoints"
         cp "$src_dir/checkpoints/checkpoint_last.pt" "$src_dir/checkpoints/checkpoint_best.pt" "$dir/checkpoints/"
         cp "$src_dir/train.log" "$dir/train.log"
-        cp "$src_dir/train.seconds" "$dir/train.seconds" 2>/dev/null || true
+        cp "$src_dir/wall.pieces" "$src_dir/cpu.pieces" "$dir/"  # its time counts too
       fi
       ARCH_CFG=$win_cfg
     else

@@ -2,6 +2,8 @@
 door: results CSV, locks, resume state, time pieces, seeds and budgets, atomic preparation,
 one-line usage errors. No fairseq, no training."""
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -107,6 +109,40 @@ def test_time_pieces_sum_over_pieces_and_count_children_cpu(tmp_path):
     cpu = [float(x) for x in (tmp_path / "cpu.pieces").read_text().split()]
     assert len(wall) == len(cpu) == 2 and wall[0] >= 0.3 and wall[1] >= 0.1
     assert cpu[0] >= 0.25 and cpu[1] == 0.0  # the second piece ran no child
+    assert piece.totals() == (f"{sum(wall):.1f}", f"{sum(cpu):.1f}")
+
+
+def test_time_piece_killed_without_recording_is_folded_into_the_next(tmp_path):
+    """A piece killed by SIGKILL (a session or machine going away) cannot record itself; its
+    heartbeat (time.open) has its time so far, CPU of the running child included, and the next
+    piece of the run folds it in."""
+    killed = (
+        "import subprocess, sys, time\n"
+        "from plugin_tools.experiments import runs\n"
+        "runs.TimePiece.HEARTBEAT = 0.2\n"
+        "busy = 'import time\\nt = time.process_time()\\nwhile True: pass'\n"
+        f"with runs.TimePiece({str(tmp_path)!r}):\n"
+        "    subprocess.Popen([sys.executable, '-c', busy])\n"
+        "    time.sleep(60)\n"
+    )
+    driver = subprocess.Popen([sys.executable, "-c", killed], cwd=ROOT, start_new_session=True)
+    left_open = tmp_path / runs.TimePiece.OPEN
+    deadline = time.time() + 30
+    while time.time() < deadline and not (
+        left_open.is_file() and float(left_open.read_text().split()[1]) >= 0.5
+    ):
+        time.sleep(0.1)
+    os.killpg(driver.pid, signal.SIGKILL)  # the driver and its busy child, with no clean-up
+    driver.wait()
+    assert left_open.is_file() and not (tmp_path / "cpu.pieces").exists()
+    with runs.TimePiece(tmp_path) as piece:
+        pass
+    wall = [float(x) for x in (tmp_path / "wall.pieces").read_text().split()]
+    cpu = [float(x) for x in (tmp_path / "cpu.pieces").read_text().split()]
+    assert len(wall) == len(cpu) == 2  # the killed piece, then this one
+    assert wall[0] >= 0.5 and cpu[0] >= 0.5  # the busy child's CPU, read while it ran
+    assert wall[1] < 5 and cpu[1] == 0.0
+    assert not left_open.exists()
     assert piece.totals() == (f"{sum(wall):.1f}", f"{sum(cpu):.1f}")
 
 
@@ -219,6 +255,23 @@ def test_parser_errors_are_one_line():
         runs.check_positive("0", "--seeds")
     with pytest.raises(ExperimentError, match="--budget x: choose short or paper"):
         runs.check_choice("x", "--budget", ("short", "paper"))
+
+
+def test_timed_runs_a_command_as_one_time_piece(tmp_path):
+    def timed(*argv):
+        cmd = [sys.executable, EXPERIMENT, "timed", *map(str, argv)]
+        return subprocess.run(cmd, capture_output=True, text=True)
+
+    fails = timed(tmp_path, "--", sys.executable, "-c", "import sys; sys.exit(3)")
+    assert fails.returncode == 3  # the command's status
+    works = timed(tmp_path, "--", sys.executable, "-c", "print('out')")
+    assert works.returncode == 0 and works.stdout == "out\n"
+    assert len((tmp_path / "cpu.pieces").read_text().split()) == 2  # one piece per call
+    assert timed(tmp_path, "true").stderr == (
+        "timed: usage: timed DIR -- COMMAND [ARGS...] (see --help)\n"
+    )
+    missing = timed(tmp_path / "nope", "--", "true")
+    assert missing.returncode == 2 and missing.stderr == f"timed: no run folder {tmp_path}/nope\n"
 
 
 def test_front_door_and_no_torch(tmp_path):

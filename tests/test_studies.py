@@ -252,6 +252,14 @@ def test_compare_nmt_selection_seeds_resume(demo_bin, tmp_path):
     log = (out / "gbest" / "seed3" / "train.log").read_text()
     # the winner's 1-epoch run continued to the 2-epoch cap from its checkpoint
     assert "resuming from checkpoint_last.pt" in log and "| epoch 002 |" in log
+    # its train.seconds sums the selection piece and its own (one `timed` piece each)
+    pieces = [
+        (out / "gbest" / "seed3" / f"{m}.pieces").read_text().split() for m in ("wall", "cpu")
+    ]
+    assert len(pieces[0]) == len(pieces[1]) == 2
+    seconds = (out / "gbest" / "seed3" / "train.seconds").read_text().split()
+    assert seconds == [f"{sum(map(float, p)):.0f}" for p in pieces]
+    assert float(pieces[1][1]) > 0  # fairseq-train's CPU, read from the child
     assert "--seed 3" in (out / "base" / "seed3" / "commands.txt").read_text()
     report = (out / "REPORT.md").read_text()
     assert "## Paired significance against base-seed3" in report

@@ -137,13 +137,23 @@ def read_csv(path):
     for n, r in enumerate(rows, 2):
         try:
             r["accuracy"] = float(r["accuracy"])
-            r["wall_seconds"] = float(r["wall_seconds"] or 0)
+            # empty: not recorded (NaN; see recorded()), e.g. a run whose killed piece lost its time
+            r["wall_seconds"] = float(r["wall_seconds"] or "nan")
             r["cpu_seconds"] = float(r.get("cpu_seconds") or "nan")
             for k in ("accuracy_best", "accuracy_last"):  # paper budget only; else absent/empty
                 r[k] = float(r[k]) if r.get(k) else None
         except (KeyError, ValueError):
             raise ReportError(f"{path}:{n}: bad accuracy or wall_seconds") from None
     return rows
+
+
+def recorded(rows, key):
+    """The KEY seconds (wall_seconds, cpu_seconds) of the ROWS that record them."""
+    return [r[key] for r in rows if r[key] == r[key]]  # NaN != NaN: not recorded
+
+
+def seconds_text(x):
+    return "–" if x != x else f"{x:.0f}"
 
 
 def summarize(rows):
@@ -245,8 +255,9 @@ def main_table(stats):
 
 def progress(rows, plan_total):
     n = len(rows)
-    wall = sum(r["wall_seconds"] for r in rows)
-    cpu_rows = [r["cpu_seconds"] for r in rows if r["cpu_seconds"] == r["cpu_seconds"]]
+    wall_rows = recorded(rows, "wall_seconds")
+    wall = sum(wall_rows)
+    cpu_rows = recorded(rows, "cpu_seconds")
     cpu = (
         f"; CPU time {sum(cpu_rows) / 3600:.2f} h over the {len(cpu_rows)} runs that record it"
         if cpu_rows
@@ -259,7 +270,9 @@ def progress(rows, plan_total):
     rounds = ", ".join(f"seed {s}: {per[s]}" for s in sorted(per))
     return (
         f"Runs recorded: {n} of {plan_total} planned ({rounds or 'none'}); "
-        f"total wall time {wall / 3600:.2f} h ({wall:.0f} s, one thread each){cpu}.\n"
+        f"total wall time {wall / 3600:.2f} h ({wall:.0f} s, one thread each"
+        + ("" if len(wall_rows) == n else f", over the {len(wall_rows)} runs that record it")
+        + f"){cpu}.\n"
     )
 
 
@@ -267,8 +280,7 @@ def wall_table(rows):
     head = "seed|task|preset|updates|accuracy|wall s|CPU s|threads|finished".split("|")
     cells = [
         [r["seed"], r["task"], r["preset"], r["updates"], f"{r['accuracy']:.4f}"]
-        + [f"{r['wall_seconds']:.0f}"]
-        + ["–" if r["cpu_seconds"] != r["cpu_seconds"] else format(r["cpu_seconds"], ".0f")]
+        + [seconds_text(r["wall_seconds"]), seconds_text(r["cpu_seconds"])]
         + [r.get("threads", ""), r["date"]]
         for r in rows
     ]
@@ -279,8 +291,9 @@ def wall_summary(rows):
     """Mean wall / CPU seconds per (task, preset): the cost of one cell."""
     wall, cpu = {}, {}
     for r in rows:
-        wall.setdefault((r["task"], r["preset"]), []).append(r["wall_seconds"])
-        if r["cpu_seconds"] == r["cpu_seconds"]:  # not NaN: recorded
+        if r["wall_seconds"] == r["wall_seconds"]:  # not NaN: recorded
+            wall.setdefault((r["task"], r["preset"]), []).append(r["wall_seconds"])
+        if r["cpu_seconds"] == r["cpu_seconds"]:
             cpu.setdefault((r["task"], r["preset"]), []).append(r["cpu_seconds"])
     tasks = [c for c in held_columns() if any(k[0] == c for k in wall)]
     presets = [p for p, _ in ROWS if any(k[1] == p for k in wall)]
@@ -550,7 +563,9 @@ def generated(rows, stats, cat_rows):
         + "; ".join(f"`{r}` − `{b}`: {what}" for r, (b, what) in SCHEME_BASELINES.items())
         + ". Paired over the seeds both rows have, on the accuracy each run reports (best "
         "checkpoint by valid accuracy); reading = the sign of Δ where the 95% t-interval "
-        "excludes 0, else *cannot tell* (with 2 seeds the interval is wide: t = 12.7).",
+        "excludes 0, else *cannot tell* (with 2 seeds the interval is wide: t = 12.7); CPU "
+        "ratio = mean CPU seconds per run, row over baseline, over the seeds where both runs "
+        "record their time.",
         "",
         paired_comparison(
             rows,
@@ -743,13 +758,18 @@ def paired_comparison(rows, pairs=None, labels=None, row_head="compositional"):
                     if len(d) < 2
                     else ("helps" if mean > 0 else "hurts" if mean < 0 else "equal"),
                 )
-            ca = [cells[comp, task][s]["cpu_seconds"] for s in seeds]
-            cb = [cells[base, task][s]["cpu_seconds"] for s in seeds]
-            ratio = (
-                statistics.fmean(ca) / statistics.fmean(cb)
-                if all(x == x for x in ca + cb)
-                else None
-            )
+            # over the seeds that record both runs' CPU time
+            timed = [
+                s
+                for s in seeds
+                if all(
+                    c[s]["cpu_seconds"] == c[s]["cpu_seconds"]
+                    for c in (cells[comp, task], cells[base, task])
+                )
+            ]
+            ca = [cells[comp, task][s]["cpu_seconds"] for s in timed]
+            cb = [cells[base, task][s]["cpu_seconds"] for s in timed]
+            ratio = statistics.fmean(ca) / statistics.fmean(cb) if timed else None
             table.append(
                 [
                     labels[task],
@@ -866,8 +886,8 @@ def paper_wall_table(rows):
             r["updates"],
             f"{r['accuracy']:.4f}",
             "–" if r["accuracy_best"] is None else f"{r['accuracy_best']:.4f}",
-            f"{r['wall_seconds']:.0f}",
-            "–" if r["cpu_seconds"] != r["cpu_seconds"] else format(r["cpu_seconds"], ".0f"),
+            seconds_text(r["wall_seconds"]),
+            seconds_text(r["cpu_seconds"]),
             r["date"],
         ]
         for r in rows
@@ -951,8 +971,8 @@ def paper_plan_total():
 
 
 def paper_generated(rows, tagging_runs_dir, variant_rows=()):
-    cpu = [r["cpu_seconds"] for r in rows if r["cpu_seconds"] == r["cpu_seconds"]]
-    wall = sum(r["wall_seconds"] for r in rows)
+    cpu = recorded(rows, "cpu_seconds")
+    wall = sum(recorded(rows, "wall_seconds"))
     parts = [
         PAPER_BEGIN,
         "",
@@ -965,7 +985,9 @@ def paper_generated(rows, tagging_runs_dir, variant_rows=()):
         "`–` = not run yet.",
         "",
         f"Runs recorded: {len(rows)} of {paper_plan_total()} planned; wall {wall / 3600:.2f} h, "
-        f"CPU {sum(cpu) / 3600:.2f} h (one thread per run).",
+        f"CPU {sum(cpu) / 3600:.2f} h (one thread per run"
+        + ("" if len(cpu) == len(rows) else f"; times over the {len(cpu)} runs that record them")
+        + ").",
         "",
         "### Paper budget: COGS as sequence tagging (official metric, whole gen split)",
         "",
@@ -975,7 +997,9 @@ def paper_generated(rows, tagging_runs_dir, variant_rows=()):
         "Δ = compositional − baseline on the final checkpoints of the same seeds; 95% CI from the "
         "t distribution over the seed differences; p = paired t-test. *helps* / *hurts* only "
         "where the interval excludes 0; otherwise *cannot tell* at this many seeds. CPU ratio = "
-        "mean CPU seconds per run, compositional over baseline.",
+        "mean CPU seconds per run, compositional over baseline, over the seeds where both runs "
+        "record their time (blank in the every-run table: a piece killed before it could record "
+        "its time).",
         "",
         paired_comparison(rows),
         "### Paper budget: why the tuned tagging model is below 0.784, one factor at a time",

@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -341,9 +342,19 @@ def now():
 class TimePiece:
     """Wall and CPU time of a run, summed over the pieces of an interrupted and resumed run:
     every piece (also one ended by an exception, Ctrl-C or SIGTERM) appends its seconds to
-    DIR/wall.pieces and DIR/cpu.pieces. CPU: user + system time of this process's finished
-    children (fairseq's tools, the scoring scripts), which unlike the wall time does not grow when
-    other jobs share the CPU."""
+    DIR/wall.pieces and DIR/cpu.pieces. CPU: user + system time of this process's children
+    (fairseq's tools, the scoring scripts), which unlike the wall time does not grow when other
+    jobs share the CPU.
+
+    A piece killed without a chance to record itself (SIGKILL, the machine or session going away)
+    would lose its time, and a resumed run would then report only its last piece. So while a
+    piece runs, a heartbeat rewrites DIR/time.open every HEARTBEAT seconds with the piece's time
+    so far (the CPU of the running children read from /proc, where there is one), and the next
+    piece of the run folds a leftover time.open into the pieces: a kill loses at most one
+    heartbeat interval."""
+
+    HEARTBEAT = 30.0
+    OPEN = "time.open"
 
     def __init__(self, run_dir):
         self.run_dir = Path(run_dir)
@@ -353,16 +364,65 @@ class TimePiece:
         t = os.times()
         return t.children_user + t.children_system
 
+    @staticmethod
+    def running_descendants_cpu():
+        """CPU seconds so far of this process's running descendants (and of their own finished
+        children), from /proc; 0 where there is no /proc."""
+        stats = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue  # the process ended while we read
+            # after the command name: state, ppid, ..., utime stime cutime cstime (fields 14-17)
+            stats[int(stat.parent.name)] = (int(fields[1]), sum(map(int, fields[11:15])))
+        ticks, todo, seen = 0, [os.getpid()], set()
+        while todo:
+            parent = todo.pop()
+            for pid, (ppid, cpu) in stats.items():
+                if ppid == parent and pid not in seen:
+                    seen.add(pid)
+                    ticks += cpu
+                    todo.append(pid)
+        return ticks / os.sysconf("SC_CLK_TCK") if ticks else 0.0
+
+    def _so_far(self):
+        return (
+            time.time() - self.wall,
+            self.children_cpu() - self.cpu + self.running_descendants_cpu(),
+        )
+
+    def _record(self, wall, cpu):
+        with open(self.run_dir / "wall.pieces", "a") as f:
+            f.write(f"{wall:.1f}\n")
+        with open(self.run_dir / "cpu.pieces", "a") as f:
+            f.write(f"{cpu:.1f}\n")
+
+    def _heartbeat(self, stop):
+        while not stop.wait(self.HEARTBEAT):
+            if self.run_dir.is_dir():
+                tmp = self.run_dir / (self.OPEN + ".tmp")
+                wall, cpu = self._so_far()
+                tmp.write_text(f"{wall:.1f} {cpu:.1f}\n")
+                os.replace(tmp, self.run_dir / self.OPEN)
+
     def __enter__(self):
+        left_open = self.run_dir / self.OPEN
+        if left_open.is_file():  # the last piece was killed: its last heartbeat is its time
+            self._record(*map(float, left_open.read_text().split()))
+            left_open.unlink()
         self.wall, self.cpu = time.time(), self.children_cpu()
+        self._stop = threading.Event()
+        self._beating = threading.Thread(target=self._heartbeat, args=(self._stop,), daemon=True)
+        self._beating.start()
         return self
 
     def __exit__(self, *exc):
+        self._stop.set()
+        self._beating.join()  # no heartbeat may rewrite time.open after it is removed
         if self.run_dir.is_dir():
-            with open(self.run_dir / "wall.pieces", "a") as f:
-                f.write(f"{time.time() - self.wall:.1f}\n")
-            with open(self.run_dir / "cpu.pieces", "a") as f:
-                f.write(f"{self.children_cpu() - self.cpu:.1f}\n")
+            self._record(time.time() - self.wall, self.children_cpu() - self.cpu)
+            (self.run_dir / self.OPEN).unlink(missing_ok=True)
 
     def totals(self):
         """(wall, cpu) seconds over all pieces, as the CSV's text."""
@@ -370,6 +430,29 @@ class TimePiece:
             f"{sum(float(x) for x in (self.run_dir / name).read_text().split()):.1f}"
             for name in ("wall.pieces", "cpu.pieces")
         )
+
+
+TIMED_USAGE = """Usage: scripts/experiment.py timed DIR -- COMMAND [ARGS...]
+
+Runs COMMAND as one time piece of the run folder DIR: its wall and CPU seconds are appended to
+DIR/wall.pieces and DIR/cpu.pieces (see TimePiece: a piece killed without recording itself is
+folded in by the next one, from its heartbeat). Exits with COMMAND's status. The shell drivers
+(compare-nmt.sh, compare-lm.sh) time fairseq-train with it, so that a resumed training reports
+the time of all its attempts.
+"""
+
+
+def main_timed(argv, prog, usage):
+    if argv[:1] in (["-h"], ["--help"]):
+        sys.stdout.write(TIMED_USAGE)
+        return 0
+    if len(argv) < 3 or argv[1] != "--":
+        raise ExperimentError("usage: timed DIR -- COMMAND [ARGS...] (see --help)")
+    run_dir = Path(argv[0])
+    if not run_dir.is_dir():
+        raise ExperimentError(f"no run folder {run_dir}")
+    with TimePiece(run_dir):
+        return subprocess.call(argv[2:])
 
 
 def start_seed(prog, label, seed, run_dir, resume, recorded_in, max_update):

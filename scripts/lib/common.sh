@@ -166,15 +166,14 @@ training_starts() {
   echo "$prog: $what at $(date -u '+%Y-%m-%d %H:%M:%S UTC')" >> "$2/train.log"
 }
 
-# training_done TAG DIR CKPT: add DIR/train.time (`time` of this attempt, TIMEFORMAT '%R %U %S')
-# to DIR/train.seconds (wall and CPU seconds summed over attempts), then DIR/train.done once
-# CKPT/checkpoint_best.pt is there
+# training_done TAG DIR CKPT: DIR/train.seconds = the wall and CPU seconds of every attempt
+# (DIR/wall.pieces and DIR/cpu.pieces, written by `scripts/experiment.py timed DIR -- ...`,
+# interrupted and killed attempts included), then DIR/train.done once CKPT/checkpoint_best.pt is
+# there
 training_done() {
-  local dir=$2 ckpt=$3 times prev=(0 0)
-  read -r -a times < "$dir/train.time"
-  [[ -f $dir/train.seconds ]] && read -r -a prev < "$dir/train.seconds"
-  awk -v w="${prev[0]}" -v c="${prev[1]:-0}" -v r="${times[0]}" -v u="${times[1]}" -v s="${times[2]}" \
-    'BEGIN {printf "%.0f %.0f\n", w + r, c + u + s}' > "$dir/train.seconds"
+  local dir=$2 ckpt=$3
+  awk 'FNR == 1 {f++} {s[f] += $1} END {printf "%.0f %.0f\n", s[1], s[2]}' \
+    "$dir/wall.pieces" "$dir/cpu.pieces" > "$dir/train.seconds"
   [[ -f $ckpt/checkpoint_best.pt ]] || die "[$1] no $ckpt/checkpoint_best.pt after training"
   touch "$dir/train.done"
 }
