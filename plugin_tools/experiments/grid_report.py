@@ -992,8 +992,12 @@ def paper_generated(rows, tagging_runs_dir, variant_rows=()):
         "### Paper budget: COGS as sequence tagging (official metric, whole gen split)",
         "",
         paper_tagging_table(rows),
-        "### Paper budget: compositional attention against its one-factor baseline, paired by seed",
+        "### Paper budget: compositional attention against its baseline, paired by seed",
         "",
+        "The baseline differs in one factor, compositional attention, except for "
+        "`compgen_comp_rel2_eb_cs`, which also shares its layers (its one-factor baseline, "
+        "small-2s, is not in the paper-budget plan; the issue pairs both compositional rows with "
+        "rel2-eb-c). "
         "Δ = compositional − baseline on the final checkpoints of the same seeds; 95% CI from the "
         "t distribution over the seed differences; p = paired t-test. *helps* / *hurts* only "
         "where the interval excludes 0; otherwise *cannot tell* at this many seeds. CPU ratio = "
