@@ -20,10 +20,10 @@
 # 1.02M = 4.18M instead of 7.42M, so an epoch costs about 31 x 0.36 x 1.42 = 16 CPU-min (stock)
 # and 39 x 0.56 x 1.42 = 31 (compositional; matched about the same): 78 CPU-min for the three
 # systems, 3.9 CPU-hours for one epoch of 3 seeds each. Plan: sweep of 3 lrs x 300 updates (0.21
-# epoch) = 0.8 CPU-h; seeds 1-3, the stopping rule with a budget cap of 2 epochs = 7.8 CPU-h;
-# evaluation (valid + test, context window 128) about 0.5 CPU-h: about 9 CPU-hours, 4.5 wall
-# hours on two cores. Each further epoch (rerun with --max-epochs 3, ... up to the rule's 5) adds
-# 3.9 CPU-hours. These are estimates scaled from the issue-14 measurements; 10- and 40-update
+# epoch) = 0.8 CPU-h; seeds 1-3 under the stopping rule (under 1% gain, or 5 epochs) = at most
+# 19.5 CPU-h; evaluation (valid + test, context window 128) about 0.5 CPU-h: at most about 21
+# CPU-hours, 10.5 wall hours on two cores (resumable across sessions). A lower cap
+# (--max-epochs 2: about 9 CPU-hours) is a budget choice the report states. These are estimates scaled from the issue-14 measurements; 10- and 40-update
 # runs at 8k pieces measured 3.2 (stock), 3.6 (matched) and 4.3 (compositional) CPU-s per update
 # while six other trainings shared the two cores (the CPU time of a crowded core is inflated, so
 # only their ratios are informative); docs/results-lm.md reports the measured cost of the study.

@@ -15,7 +15,6 @@ import statistics
 # The LM stopping rule (issue 22; stated in configs/lm/wikitext2-study-baseline.sh and the
 # report): train epoch by epoch; stop after epoch e >= MIN_EPOCHS once the validation perplexity
 # improved by less than MIN_GAIN (relative) over epoch e - 1, and at MAX_EPOCHS at the latest.
-# (The study's own default cap is lower, a budget choice: lm_study.BUDGET_EPOCHS.)
 MIN_GAIN = 0.01
 MIN_EPOCHS = 2
 MAX_EPOCHS = 5
