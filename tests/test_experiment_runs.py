@@ -270,6 +270,11 @@ def test_timed_runs_a_command_as_one_time_piece(tmp_path):
     assert timed(tmp_path, "true").stderr == (
         "timed: usage: timed DIR -- COMMAND [ARGS...] (see --help)\n"
     )
+    nothing = timed(tmp_path, "--", tmp_path / "no-such-tool")
+    assert nothing.returncode == 2
+    assert (
+        nothing.stderr == f"timed: cannot run {tmp_path}/no-such-tool: No such file or directory\n"
+    )
     missing = timed(tmp_path / "nope", "--", "true")
     assert missing.returncode == 2 and missing.stderr == f"timed: no run folder {tmp_path}/nope\n"
 

@@ -371,11 +371,11 @@ class TimePiece:
         stats = {}
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
+                # after the command name: state, ppid, ..., utime stime cutime cstime (14-17)
                 fields = stat.read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
+                stats[int(stat.parent.name)] = (int(fields[1]), sum(map(int, fields[11:15])))
+            except (OSError, IndexError, ValueError):
                 continue  # the process ended while we read
-            # after the command name: state, ppid, ..., utime stime cutime cstime (fields 14-17)
-            stats[int(stat.parent.name)] = (int(fields[1]), sum(map(int, fields[11:15])))
         ticks, todo, seen = 0, [os.getpid()], set()
         while todo:
             parent = todo.pop()
@@ -400,11 +400,13 @@ class TimePiece:
 
     def _heartbeat(self, stop):
         while not stop.wait(self.HEARTBEAT):
-            if self.run_dir.is_dir():
-                tmp = self.run_dir / (self.OPEN + ".tmp")
-                wall, cpu = self._so_far()
+            tmp = self.run_dir / (self.OPEN + ".tmp")
+            wall, cpu = self._so_far()
+            try:  # written whole, then renamed: a kill never leaves half a line
                 tmp.write_text(f"{wall:.1f} {cpu:.1f}\n")
                 os.replace(tmp, self.run_dir / self.OPEN)
+            except OSError:
+                pass  # the run folder went away: nothing to keep
 
     def __enter__(self):
         left_open = self.run_dir / self.OPEN
@@ -452,7 +454,10 @@ def main_timed(argv, prog, usage):
     if not run_dir.is_dir():
         raise ExperimentError(f"no run folder {run_dir}")
     with TimePiece(run_dir):
-        return subprocess.call(argv[2:])
+        try:
+            return subprocess.call(argv[2:])
+        except OSError as e:
+            raise ExperimentError(f"cannot run {argv[2]}: {e.strerror}") from None
 
 
 def start_seed(prog, label, seed, run_dir, resume, recorded_in, max_update):
