@@ -147,13 +147,18 @@ def read_csv(path):
     return rows
 
 
+def known(seconds):
+    """Whether a run recorded these seconds (read_csv makes a missing value NaN)."""
+    return seconds == seconds  # NaN != NaN
+
+
 def recorded(rows, key):
     """The KEY seconds (wall_seconds, cpu_seconds) of the ROWS that record them."""
-    return [r[key] for r in rows if r[key] == r[key]]  # NaN != NaN: not recorded
+    return [r[key] for r in rows if known(r[key])]
 
 
 def seconds_text(x):
-    return "–" if x != x else f"{x:.0f}"
+    return f"{x:.0f}" if known(x) else "–"
 
 
 def summarize(rows):
@@ -291,9 +296,9 @@ def wall_summary(rows):
     """Mean wall / CPU seconds per (task, preset): the cost of one cell."""
     wall, cpu = {}, {}
     for r in rows:
-        if r["wall_seconds"] == r["wall_seconds"]:  # not NaN: recorded
+        if known(r["wall_seconds"]):
             wall.setdefault((r["task"], r["preset"]), []).append(r["wall_seconds"])
-        if r["cpu_seconds"] == r["cpu_seconds"]:
+        if known(r["cpu_seconds"]):
             cpu.setdefault((r["task"], r["preset"]), []).append(r["cpu_seconds"])
     tasks = [c for c in held_columns() if any(k[0] == c for k in wall)]
     presets = [p for p, _ in ROWS if any(k[1] == p for k in wall)]
@@ -333,7 +338,7 @@ def comparison_table(rows, stats):
     exceeds the two cells' spread (|diff| > std + std, with 2+ runs each), and the CPU cost."""
     cpu = {}
     for r in rows:
-        if r["cpu_seconds"] == r["cpu_seconds"]:
+        if known(r["cpu_seconds"]):
             cpu.setdefault((r["preset"], r["task"]), []).append(r["cpu_seconds"])
 
     def mean_text(c):
@@ -762,10 +767,7 @@ def paired_comparison(rows, pairs=None, labels=None, row_head="compositional"):
             timed = [
                 s
                 for s in seeds
-                if all(
-                    c[s]["cpu_seconds"] == c[s]["cpu_seconds"]
-                    for c in (cells[comp, task], cells[base, task])
-                )
+                if all(known(c[s]["cpu_seconds"]) for c in (cells[comp, task], cells[base, task]))
             ]
             ca = [cells[comp, task][s]["cpu_seconds"] for s in timed]
             cb = [cells[base, task][s]["cpu_seconds"] for s in timed]

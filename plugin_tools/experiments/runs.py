@@ -376,14 +376,14 @@ class TimePiece:
                 stats[int(stat.parent.name)] = (int(fields[1]), sum(map(int, fields[11:15])))
             except (OSError, IndexError, ValueError):
                 continue  # the process ended while we read
-        ticks, todo, seen = 0, [os.getpid()], set()
+        children = {}
+        for pid, (ppid, _) in stats.items():
+            children.setdefault(ppid, []).append(pid)
+        ticks, todo = 0, list(children.get(os.getpid(), ()))
         while todo:
-            parent = todo.pop()
-            for pid, (ppid, cpu) in stats.items():
-                if ppid == parent and pid not in seen:
-                    seen.add(pid)
-                    ticks += cpu
-                    todo.append(pid)
+            pid = todo.pop()
+            ticks += stats[pid][1]
+            todo += children.get(pid, ())
         return ticks / os.sysconf("SC_CLK_TCK") if ticks else 0.0
 
     def _so_far(self):
