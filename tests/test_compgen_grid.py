@@ -4,6 +4,7 @@ report (scripts/compgen-grid-report.py = `experiment.py report compgen`)."""
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -460,6 +461,14 @@ def test_paper_budget_report(tmp_path):
     for seed, acc in (("1", 0.75), ("2", 0.79)):
         rows.append(["cogs_tagging_tuned", "cogs-tagging", seed, "6032", acc, "9", "d", "gen"])
         rows[-1] += ["21000", "24155", "", "--arch cogs_tagging_tuned", "1", "50", "last", 0.7, acc]
+    for seed, acc in (("1", 0.3), ("2", 0.5)):  # COGS seq2seq: categories of the final checkpoint
+        rows.append(["compgen_rel2_eb_c", "cogs", seed, "6032", acc, "9", "d", "gen", "2100"])
+        rows[-1] += ["24155", "1", "", "1", "50", "last", 0.1, acc]
+        run = tmp_path / "runs" / "compgen_rel2_eb_c" / "cogs-va500-te2100" / f"seed{seed}"
+        run.mkdir(parents=True)
+        for name, value in (("accuracy.json", 0.9), ("accuracy-last.json", acc)):  # best, final
+            cats = {"cp_recursion": {"accuracy": value, "correct": 1, "total": 2}}
+            (run / name).write_text(json.dumps({"categories": cats}))
     with results.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(PAPER_HEADER)
@@ -467,7 +476,7 @@ def test_paper_budget_report(tmp_path):
     pred = tmp_path / "tag" / "cogs_tagging_tuned" / "seed1" / "pred-last"
     pred.mkdir(parents=True)
     (pred / "gen.scores.json").write_text(
-        json.dumps({"categories": {"pp_recursion": {"accuracy": 0.25}}})
+        json.dumps({"categories": {"pp_recursion": {"accuracy": 0.25, "correct": 1, "total": 4}}})
     )
     doc = tmp_path / "doc.md"
     report = load_report()
@@ -479,10 +488,11 @@ def test_paper_budget_report(tmp_path):
         w.writerow(PAPER_HEADER)
         for seed, acc in (("1", 0.80), ("2", 0.86)):
             w.writerow(["official_init", "cogs-tagging", seed, "6032", acc, "9", "d", "gen"])
-    report.main(
-        ["--budget", "paper", "--csv", str(results), "--doc", str(doc), "--png", str(png)]
-        + ["--tagging-runs", str(tmp_path / "tag"), "--variants-csv", str(variants)]
-    )
+    cats = tmp_path / "cats.csv"
+    args = ["--budget", "paper", "--csv", str(results), "--doc", str(doc), "--png", str(png)]
+    args += ["--tagging-runs", str(tmp_path / "tag"), "--variants-csv", str(variants)]
+    args += ["--runs", str(tmp_path / "runs"), "--categories", str(cats)]
+    report.main(args)
     text = doc.read_text()
     assert text.startswith("head\n") and text.endswith("tail\n") and "\nold\n" not in text
     table = text.split("### Paper budget: sequence accuracy")[1].split("\n\n")[1]
@@ -500,11 +510,20 @@ def test_paper_budget_report(tmp_path):
     assert 0 < lo < 0.233 < hi and parts[8] == "helps" and parts[9] == "1.50x"
     tag_line = next(line for line in text.splitlines() if "`cogs_tagging_tuned`" in line)
     assert "0.770 ± 0.028 (2)" in tag_line and "0.784" in tag_line and "-0.014" in tag_line
-    assert "| pp_recursion | 0.250 |" in text
+    seq2seq, tagging = text.split("### Paper budget: COGS tagging per generalisation category")
+    seq2seq = seq2seq.split("### Paper budget: COGS (seq2seq) per generalisation category")[1]
+    assert "| COGS gen category | `compgen_rel2_eb_c` (2) |" in seq2seq
+    assert "| cp_recursion | 0.400 |" in seq2seq  # the final checkpoints (0.3, 0.5), not the best
+    assert "| COGS gen category | `cogs_tagging_tuned` (1) |" in tagging
+    assert "| pp_recursion | 0.250 |" in tagging
+    # The categories live in the committed CSV: without the run folders the tables stay.
+    shutil.rmtree(tmp_path / "runs"), shutil.rmtree(tmp_path / "tag")
+    report.main(args)
+    assert doc.read_text() == text
     variant = next(line for line in text.splitlines() if line.startswith("| `official_init`"))
     assert "0.830 ± 0.042 (2)" in variant and "| +0.060 [" in variant  # paired: +0.05, +0.07
-    assert "Runs recorded: 8 of 99 planned" in text
-    assert "times over the 7 runs that record them" in text
+    assert "Runs recorded: 10 of 99 planned" in text
+    assert "times over the 9 runs that record them" in text
     lost = next(
         line for line in text.splitlines() if line.startswith("| 3 | reverse | compgen_rel2")
     )

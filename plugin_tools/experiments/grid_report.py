@@ -22,7 +22,8 @@ docs/compgen-paper.csv, work/compgen-paper) into its own block of the same docum
 accuracy (the paper's protocol) with the best-by-valid checkpoint's beside it and the paper's
 value in every cell, the COGS-tagging models against Table 5, the compositional rows against
 rel2-eb-c paired by seed (mean difference, 95% t-interval, paired t-test), per-category COGS
-tagging accuracy of the final checkpoints, and every run with its wall and CPU time.
+accuracy (seq2seq and tagging) of the final checkpoints, kept in --categories (default
+docs/compgen-paper-cogs-categories.csv), and every run with its wall and CPU time.
 
 The tagging column follows the TAGGING table of the grid's plan (grid_plan.py): a row whose
 entry is `=OTHER` (rel2-eb, rel2-eb-c: rel-eb's encoder) shows OTHER's tagging result, footnoted.
@@ -374,20 +375,25 @@ def comparison_table(rows, stats):
     return markdown_table(head, table)
 
 
-def _category_files(r, runs_dir, tagging_runs_dir):
-    """The score files with per-category gen accuracies of CSV row r (none if not on disk)."""
+def _category_files(r, runs_dir, tagging_runs_dir, final=False):
+    """The score files with per-category gen accuracies of CSV row r (none if not on disk): the
+    reported checkpoint's (the short grid: best by valid), or with `final` the final
+    checkpoint's, which the paper budget reports."""
     if r["task"] == "cogs" and runs_dir is not None:
-        return sorted(Path(runs_dir, r["preset"]).glob(f"cogs*/seed{r['seed']}/accuracy.json"))
+        name = "accuracy-last.json" if final else "accuracy.json"
+        return sorted(Path(runs_dir, r["preset"]).glob(f"cogs*/seed{r['seed']}/{name}"))
     if r["task"] == TAGGING and tagging_runs_dir is not None:
-        scores = Path(tagging_runs_dir, r["preset"], f"seed{r['seed']}", "pred", "gen.scores.json")
+        pred = "pred-last" if final else "pred"
+        scores = Path(tagging_runs_dir, r["preset"], f"seed{r['seed']}", pred, "gen.scores.json")
         return [scores] if scores.is_file() else []
     return []
 
 
-def sync_categories(rows, runs_dir, path, tagging_runs_dir=None):
+def sync_categories(rows, runs_dir, path, tagging_runs_dir=None, final=False):
     """Refresh the per-category COGS CSV (tasks cogs and cogs-tagging) from the runs' score
-    files (seq2seq: accuracy.json; tagging: pred/gen.scores.json, the official metric); keep
-    rows of lost runs."""
+    files (seq2seq: accuracy.json; tagging: pred/gen.scores.json, the official metric; with
+    `final` the final checkpoint's, accuracy-last.json and pred-last/); keep rows of lost runs,
+    so that the committed CSV renders the tables on a machine without the run folders."""
     header = ["preset", "task", "seed", "category", "correct", "total", "accuracy"]
     keep = {}
     p = Path(path)
@@ -396,7 +402,7 @@ def sync_categories(rows, runs_dir, path, tagging_runs_dir=None):
             for r in csv.DictReader(f):
                 keep[r["preset"], r["task"], r["seed"], r["category"]] = r
     for r in rows:
-        for acc in _category_files(r, runs_dir, tagging_runs_dir):
+        for acc in _category_files(r, runs_dir, tagging_runs_dir, final):
             for cat, c in json.loads(acc.read_text()).get("categories", {}).items():
                 keep[r["preset"], r["task"], r["seed"], cat] = {
                     "preset": r["preset"],
@@ -853,23 +859,18 @@ def variants_table(rows, variant_rows):
     return markdown_table(head, table)
 
 
-def paper_category_table(rows, tagging_runs_dir):
-    """Per-category COGS tagging accuracy (official metric) of the final checkpoints."""
+def paper_category_table(cat_rows, task):
+    """Per-category COGS accuracy of the final checkpoints (tagging: the official metric), mean
+    over seeds, one column per row (preset) in the order of the paper-budget tables."""
     acc, n = {}, {}
-    for r in rows:
-        if r["task"] != TAGGING or tagging_runs_dir is None:
-            continue
-        f = Path(tagging_runs_dir, r["preset"], f"seed{r['seed']}", "pred-last", "gen.scores.json")
-        if not f.is_file():
-            continue
-        n.setdefault(r["preset"], set()).add(r["seed"])
-        for cat, c in json.loads(f.read_text()).get("categories", {}).items():
-            acc.setdefault((cat, r["preset"]), []).append(c["accuracy"])
+    for r in cat_rows:
+        if r["task"] == task:
+            acc.setdefault((r["category"], r["preset"]), []).append(float(r["accuracy"]))
+            n.setdefault(r["preset"], set()).add(r["seed"])
     if not acc:
-        return "No tagging run's final-checkpoint scores on disk.\n"
-    presets = [p for p, _, _ in PAPER_TAGGING_ROWS if p in n] + [
-        v for v in TAGGING_VARIANTS if v in n
-    ]
+        return f"No {'tagging' if task == TAGGING else 'seq2seq'} run's final-checkpoint scores.\n"
+    order = [p for p, _ in PAPER_BUDGET_ROWS] + [p for p, _, _ in PAPER_TAGGING_ROWS]
+    presets = [p for p in order + list(TAGGING_VARIANTS) if p in n]
     cats = sorted({c for c, _ in acc})
     table = [
         [c] + [f"{statistics.fmean(acc[c, p]):.3f}" if (c, p) in acc else "–" for p in presets]
@@ -972,7 +973,7 @@ def paper_plan_total():
     return grid_plan.plan_total("paper")
 
 
-def paper_generated(rows, tagging_runs_dir, variant_rows=()):
+def paper_generated(rows, cat_rows, variant_rows=()):
     cpu = recorded(rows, "cpu_seconds")
     wall = sum(recorded(rows, "wall_seconds"))
     parts = [
@@ -1015,9 +1016,16 @@ def paper_generated(rows, tagging_runs_dir, variant_rows=()):
         "tuned row above on the same seeds (paper: 0.784).",
         "",
         variants_table(rows, variant_rows),
+        "### Paper budget: COGS (seq2seq) per generalisation category (final checkpoints)",
+        "",
+        "Sequence accuracy per category on the seeded 2,100-line gen subsample: about 100 "
+        "lines per category, so one run's value in a category has a standard error of up to "
+        "0.05. Mean over the seeds (their number in parentheses).",
+        "",
+        paper_category_table(cat_rows, "cogs"),
         "### Paper budget: COGS tagging per generalisation category (final checkpoints)",
         "",
-        paper_category_table(list(rows) + list(variant_rows), tagging_runs_dir),
+        paper_category_table(cat_rows, TAGGING),
         "### Paper budget: every run",
         "",
         paper_wall_table(rows),
@@ -1051,7 +1059,11 @@ def main(argv=None, prog=None, usage=None):
         help="default work/compgen-grid/cogs-tagging/runs (paper: "
         "work/compgen-paper/cogs-tagging/runs)",
     )
-    ap.add_argument("--categories", default=str(ROOT / "docs" / "compgen-grid-cogs-categories.csv"))
+    ap.add_argument(
+        "--categories",
+        help="per-category COGS CSV, kept from the run folders (default "
+        "docs/compgen-grid-cogs-categories.csv; paper: docs/compgen-paper-cogs-categories.csv)",
+    )
     ap.add_argument(
         "--variants-csv",
         default=str(ROOT / "docs" / "cogs-tagging-variants.csv"),
@@ -1067,15 +1079,18 @@ def main(argv=None, prog=None, usage=None):
     args.png = args.png if args.png is not None else str(ROOT / "docs" / f"{png}.png")
     args.runs = args.runs or str(ROOT / "work" / grid / "runs")
     args.tagging_runs = args.tagging_runs or str(ROOT / "work" / grid / "cogs-tagging" / "runs")
+    args.categories = args.categories or str(ROOT / "docs" / f"{grid}-cogs-categories.csv")
     rows = read_csv(args.csv)
+    runs_dir, tagging_runs = existing_dir(args.runs), existing_dir(args.tagging_runs)
     if args.budget == "paper":
         variant_rows = read_csv(args.variants_csv)
-        block = paper_generated(rows, existing_dir(args.tagging_runs), variant_rows)
+        all_rows = list(rows) + list(variant_rows)
+        cat_rows = sync_categories(all_rows, runs_dir, args.categories, tagging_runs, final=True)
+        block = paper_generated(rows, cat_rows, variant_rows)
         markers = (PAPER_BEGIN, PAPER_END)
         draw = partial(paper_chart, list(rows) + list(variant_rows))
     else:
         stats = summarize(rows)
-        runs_dir, tagging_runs = existing_dir(args.runs), existing_dir(args.tagging_runs)
         cat_rows = sync_categories(rows, runs_dir, args.categories, tagging_runs)
         block = generated(rows, stats, cat_rows)
         markers = (BEGIN, END)
