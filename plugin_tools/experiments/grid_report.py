@@ -429,27 +429,37 @@ def sync_categories(rows, runs_dir, path, tagging_runs_dir=None, final=False):
     return out
 
 
-def category_table(cat_rows, task="cogs"):
-    cat_rows = [r for r in cat_rows if r["task"] == task]
-    if not cat_rows:
-        return f"No {'COGS tagging' if task == TAGGING else 'COGS'} run recorded yet.\n"
+def per_category_table(cat_rows, task, order, head):
+    """Mean accuracy per COGS gen category over seeds, one column per preset of ORDER that has
+    rows of TASK, headed head(preset, number of seeds)."""
     acc, n = {}, {}
     for r in cat_rows:
-        acc.setdefault((r["category"], r["preset"]), []).append(float(r["accuracy"]))
-        n.setdefault(r["preset"], set()).add(r["seed"])
-    cats = sorted({r["category"] for r in cat_rows})
-    presets = [p for p, _ in ROWS if any(r["preset"] == p for r in cat_rows)]
-    if task == TAGGING:
-        plan = tagging_plan()
-        heads = [f"{p}<br>{' '.join(x for x in plan.get(p, ('', '')) if x)}" for p in presets]
-    else:
-        heads = presets
-    heads = [f"{h} ({len(n[p])})" for h, p in zip(heads, presets)]
+        if r["task"] == task:
+            acc.setdefault((r["category"], r["preset"]), []).append(float(r["accuracy"]))
+            n.setdefault(r["preset"], set()).add(r["seed"])
+    presets = [p for p in order if p in n]
+    cats = sorted({c for c, _ in acc})
     table = [
         [c] + [f"{statistics.fmean(acc[c, p]):.3f}" if (c, p) in acc else "–" for p in presets]
         for c in cats
     ]
-    return markdown_table(["COGS gen category"] + heads, table)
+    return markdown_table(["COGS gen category"] + [head(p, len(n[p])) for p in presets], table)
+
+
+def category_table(cat_rows, task="cogs"):
+    if not any(r["task"] == task for r in cat_rows):
+        return f"No {'COGS tagging' if task == TAGGING else 'COGS'} run recorded yet.\n"
+    if task == TAGGING:
+        plan = tagging_plan()
+
+        def head(p, seeds):
+            return f"{p}<br>{' '.join(x for x in plan.get(p, ('', '')) if x)} ({seeds})"
+    else:
+
+        def head(p, seeds):
+            return f"{p} ({seeds})"
+
+    return per_category_table(cat_rows, task, [p for p, _ in ROWS], head)
 
 
 def chart(stats, path):
@@ -862,21 +872,11 @@ def variants_table(rows, variant_rows):
 def paper_category_table(cat_rows, task):
     """Per-category COGS accuracy of the final checkpoints (tagging: the official metric), mean
     over seeds, one column per row (preset) in the order of the paper-budget tables."""
-    acc, n = {}, {}
-    for r in cat_rows:
-        if r["task"] == task:
-            acc.setdefault((r["category"], r["preset"]), []).append(float(r["accuracy"]))
-            n.setdefault(r["preset"], set()).add(r["seed"])
-    if not acc:
+    if not any(r["task"] == task for r in cat_rows):
         return f"No {'tagging' if task == TAGGING else 'seq2seq'} run's final-checkpoint scores.\n"
     order = [p for p, _ in PAPER_BUDGET_ROWS] + [p for p, _, _ in PAPER_TAGGING_ROWS]
-    presets = [p for p in order + list(TAGGING_VARIANTS) if p in n]
-    cats = sorted({c for c, _ in acc})
-    table = [
-        [c] + [f"{statistics.fmean(acc[c, p]):.3f}" if (c, p) in acc else "–" for p in presets]
-        for c in cats
-    ]
-    return markdown_table(["COGS gen category"] + [f"`{p}` ({len(n[p])})" for p in presets], table)
+    order += list(TAGGING_VARIANTS)
+    return per_category_table(cat_rows, task, order, lambda p, seeds: f"`{p}` ({seeds})")
 
 
 def paper_wall_table(rows):
@@ -1088,7 +1088,7 @@ def main(argv=None, prog=None, usage=None):
         cat_rows = sync_categories(all_rows, runs_dir, args.categories, tagging_runs, final=True)
         block = paper_generated(rows, cat_rows, variant_rows)
         markers = (PAPER_BEGIN, PAPER_END)
-        draw = partial(paper_chart, list(rows) + list(variant_rows))
+        draw = partial(paper_chart, all_rows)
     else:
         stats = summarize(rows)
         cat_rows = sync_categories(rows, runs_dir, args.categories, tagging_runs)
