@@ -28,7 +28,8 @@ COPY_PROJECTIONS = ("none", "full", "low-rank")  # --copy-projection
 GRAPH_FUSIONS = ("sum", "weight-gate", "self-gate")  # --graph-fusion
 
 PARENT_HEADS = ("absolute", "relative", "attention")  # --parent-head (tagging_transformer)
-TAGGING_INITS = ("fairseq", "official")  # --tagging-init (tagging_transformer)
+# --tagging-init (tagging_transformer), --seq2seq-init (variant_transformer): modules/keras_init.py
+LAYER_INITS = ("fairseq", "official")
 ATTENTION_INITS = ("pytorch", "module")  # --attention-init (contextual_retrieval_model)
 
 

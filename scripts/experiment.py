@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The experiment drivers (compgen-run, cogs-tagging-run, grid, tagging-variants, report): see
+"""The experiment drivers (compgen-run, cogs-tagging-run, grid, paper-variants, report): see
 plugin_tools/experiments and `scripts/experiment.py --help`."""
 
 import sys

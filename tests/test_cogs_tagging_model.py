@@ -15,7 +15,9 @@ from model_testing import (
     COGS_E0,
     COGS_E2,
     TAGGING_TINY,
+    assert_keras_defaults,
     build_tagging,
+    embedding_std,
     parse_training_args,
     tagging_task,
 )
@@ -157,26 +159,15 @@ def test_sentences_longer_than_the_linear_parent_head_are_refused():
 def test_official_init_is_the_notebooks_keras_defaults():
     """--tagging-init official: token embeddings uniform in [-0.05, 0.05] (padding row zero), tag
     heads Glorot-uniform with zero biases; the default keeps fairseq's normal(0, d^-0.5)."""
-    import math
-
     task = tagging_task()
     fairseq_model, _, _ = build_tagging(["--arch", "cogs_tagging_tuned"], task)
     official, args, _ = build_tagging(
         ["--arch", "cogs_tagging_tuned", "--tagging-init", "official"], task
     )
     assert args.tagging_init == "official"
-    emb = official.encoder.embed_tokens.weight
-    pad = official.encoder.padding_idx
-    rows = torch.cat([emb[:pad], emb[pad + 1 :]])
-    assert rows.abs().max() <= 0.05 and emb[pad].abs().max() == 0
-    assert rows.std().item() == pytest.approx(0.1 / math.sqrt(12), rel=0.5)  # uniform's std
-    d = emb.size(1)
-    fair = fairseq_model.encoder.embed_tokens.weight
-    assert torch.cat([fair[:pad], fair[pad + 1 :]]).std().item() == pytest.approx(d**-0.5, rel=0.5)
-    for row, head in official.tag_heads.items():
-        fan_in, fan_out = head.weight.size(1), head.weight.size(0)
-        bound = math.sqrt(6 / (fan_in + fan_out))
-        assert head.weight.abs().max() <= bound and head.bias.abs().max() == 0, row
+    assert_keras_defaults(official.encoder.embed_tokens, official.tag_heads.values())
+    d = official.encoder.embed_tokens.embedding_dim
+    assert embedding_std(fairseq_model.encoder.embed_tokens) == pytest.approx(d**-0.5, rel=0.5)
     # The encoder's own layers are initialised as with fairseq's init (same seed, same values).
     a = dict(fairseq_model.encoder.layers.named_parameters())
     b = dict(official.encoder.layers.named_parameters())

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT, run
 
 from plugin_tools.experiments import grid_report
@@ -488,6 +489,8 @@ def test_paper_budget_report(tmp_path):
         w.writerow(PAPER_HEADER)
         for seed, acc in (("1", 0.80), ("2", 0.86)):
             w.writerow(["official_init", "cogs-tagging", seed, "6032", acc, "9", "d", "gen"])
+        for seed, acc in (("1", 0.45), ("2", 0.55)):  # a seq2seq variant: paired with COGS
+            w.writerow(["rel2_eb_c_official_init", "cogs", seed, "6032", acc, "9", "d", "gen"])
     cats = tmp_path / "cats.csv"
     args = ["--budget", "paper", "--csv", str(results), "--doc", str(doc), "--png", str(png)]
     args += ["--tagging-runs", str(tmp_path / "tag"), "--variants-csv", str(variants)]
@@ -522,6 +525,13 @@ def test_paper_budget_report(tmp_path):
     assert doc.read_text() == text
     variant = next(line for line in text.splitlines() if line.startswith("| `official_init`"))
     assert "0.830 ± 0.042 (2)" in variant and "| +0.060 [" in variant  # paired: +0.05, +0.07
+    variant = next(line for line in text.splitlines() if line.startswith("| `rel2_eb_c_official"))
+    assert "| `compgen_rel2_eb_c` on cogs |" in variant and "| 0.400 ± 0.141 (2) |" in variant
+    assert "| +0.100 [" in variant  # paired: +0.15, +0.05
+    with variants.open("a", newline="") as f:
+        csv.writer(f).writerow(["renamed", "cogs", "1", "6032", 0.4, "9", "d", "gen"])
+    with pytest.raises(report.ReportError, match="renamed: a variant in the CSV that"):
+        report.main(args)
     assert "Runs recorded: 10 of 99 planned" in text
     assert "times over the 9 runs that record them" in text
     lost = next(

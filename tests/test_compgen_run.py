@@ -27,6 +27,7 @@ def test_help_and_bad_flags(tmp_path):
         ([PRESET, "reverse", "--raw-dir", tmp_path / "none"], "--raw-dir"),
         ([PRESET, "reverse", "--epochs", "0"], "--epochs 0: not a positive integer"),
         ([PRESET, "reverse", "--report-checkpoint", "mid"], "choose best or last"),
+        ([PRESET, "reverse", "--grid-row", "a/b"], "--grid-row a/b: letters"),
     ):
         proc = run(["bash", RUN, *args], env=ENV, check=False)
         assert proc.returncode != 0
@@ -92,15 +93,17 @@ def test_tiny_reverse_run_appends_a_scored_row(tmp_path):
 @pytest.mark.slow
 def test_epochs_and_the_final_checkpoint(tmp_path):
     """The paper-budget options: --epochs N is N * floor(n_train / 64) updates; with
-    --report-checkpoint last both checkpoints are decoded and the final one is the accuracy."""
+    --report-checkpoint last both checkpoints are decoded and the final one is the accuracy. A
+    variant recorded as its own row (--grid-row), with the notebook's Keras initialisation."""
     out, results = tmp_path / "out", tmp_path / "results.csv"
     # A CSV written before the newer columns (threads onwards): its header gains them, empty.
     old_header = "preset,task,seed,updates,accuracy,wall_seconds,date,split,n_test,n_train,beam"
     results.write_text(f"{old_header},extra_args\nx,add,1,9,0.5,1,d,test,1,1,1,\n")
     proc = run(
         ["bash", RUN, "compgen_abs", "reverse", "--small", "--epochs", "1"]
-        + ["--report-checkpoint", "last", "--out", out, "--csv", results, "--", "--cpu"]
-        + ["--validate-interval-updates", "5"],
+        + ["--grid-row", "abs_keras", "--report-checkpoint", "last"]
+        + ["--out", out, "--csv", results, "--", "--cpu", "--validate-interval-updates", "5"]
+        + ["--seq2seq-init", "official"],
         env=ENV,
     )
     old, row = list(csv.DictReader(results.open()))
@@ -114,7 +117,11 @@ def test_epochs_and_the_final_checkpoint(tmp_path):
         "accuracy_last",
     ]
     assert row["updates"] == str(1000 // 64) == "15"
-    run_dir = out / "runs" / "compgen_abs" / "reverse-small" / "seed1"
+    assert row["preset"] == "abs_keras"
+    assert row["extra_args"].startswith("--arch compgen_abs --cpu ")
+    assert row["extra_args"].endswith(" --seq2seq-init official")
+    run_dir = out / "runs" / "abs_keras" / "reverse-small" / "seed1"
+    assert "seq2seq_init='official'" in (run_dir / "train.log").read_text()
     best = json.loads((run_dir / "accuracy.json").read_text())["accuracy"]
     last = json.loads((run_dir / "accuracy-last.json").read_text())["accuracy"]
     assert row["checkpoint"] == "last"

@@ -282,7 +282,7 @@ def test_timed_runs_a_command_as_one_time_piece(tmp_path):
 def test_front_door_and_no_torch(tmp_path):
     proc = subprocess.run([sys.executable, EXPERIMENT, "--help"], capture_output=True, text=True)
     assert proc.returncode == 0
-    for name in ("compgen-run", "cogs-tagging-run", "grid", "tagging-variants", "report"):
+    for name in ("compgen-run", "cogs-tagging-run", "grid", "paper-variants", "report"):
         assert f"  {name} " in proc.stdout
     bad = subprocess.run([sys.executable, EXPERIMENT, "nope"], capture_output=True, text=True)
     assert (

@@ -29,6 +29,7 @@ PRESETS = [
     ("graph_transformer_iwslt_de_en", ["--graph-fusion", "weight-gate", "--graph-half-dim"], 5),
     ("graph_transformer_wmt_en_de", ["--graph-fusion", "self-gate", "--graph-shared-qkv"], 5),
     ("compgen_rel2_eb_c", [], 4),
+    ("compgen_rel2_eb_c", ["--seq2seq-init", "official"], 4),  # the notebook's Keras init
     ("compgen_small_4s", ["--attention-type", "compositional", "--rel-pos", "e"], 4),
     (  # the official options of issue 12 (Gumbel noise in training, plain softmax in decoding)
         "compositional_transformer_iwslt_de_en",

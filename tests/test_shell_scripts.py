@@ -35,7 +35,7 @@ SCRIPTS = {
     "scripts/compgen-run.sh": ("--seeds", []),
     "scripts/compgen-grid.sh": ("--out", []),
     "scripts/cogs-tagging-run.sh": ("--seeds", []),
-    "scripts/cogs-tagging-variants.sh": ("--seeds", []),
+    "scripts/paper-variants.sh": ("--seeds", []),
     "scripts/compare-nmt.sh": ("--out", []),
     "scripts/compare-lm.sh": ("--out", []),
     "scripts/study-nmt.sh": ("--out", []),

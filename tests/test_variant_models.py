@@ -8,10 +8,12 @@ from model_testing import (
     REALFORMER_VARIANTS,
     TINY,
     assert_decodes_incrementally_with_beam_reordering,
+    assert_keras_defaults,
     assert_lm_decodes_incrementally,
     assert_padding_invariant,
     batch,
     build,
+    embedding_std,
     full_log_probs,
     tiny_model,
     toy_dictionary,
@@ -152,3 +154,35 @@ def test_official_options_reach_every_attention_and_gumbel_noise_is_on_in_traini
     first.sum().backward()
     for pname, p in model.named_parameters():
         assert p.grad is not None and torch.isfinite(p.grad).all(), pname
+
+
+@pytest.mark.parametrize("copy_projection", ["none", "low-rank"])
+def test_official_seq2seq_init_is_the_notebooks_keras_defaults(copy_projection):
+    """--seq2seq-init official: the token embeddings, the output projection and the copy
+    decoder's Dense layers as Keras's defaults; every other parameter as fairseq's (same seed)."""
+    arch = ["--arch", "compgen_rel2_eb_c", "--copy-projection", copy_projection]
+    torch.manual_seed(0)
+    fairseq_model, _ = build(arch)
+    torch.manual_seed(0)
+    official, args = build(arch + ["--seq2seq-init", "official"])
+    assert args.seq2seq_init == "official"
+    decoder = official.decoder
+    copy_linears = [m for m in decoder.copy_generator.modules() if isinstance(m, torch.nn.Linear)]
+    assert len(copy_linears) == (2 if copy_projection == "none" else 4)
+    heads = [decoder.output_projection, *copy_linears]
+    for embedding in (official.encoder.embed_tokens, decoder.embed_tokens):
+        assert_keras_defaults(embedding, heads)
+    d = official.encoder.embed_tokens.embedding_dim
+    assert embedding_std(fairseq_model.encoder.embed_tokens) == pytest.approx(d**-0.5, rel=0.5)
+    redrawn = {
+        id(p)
+        for m in [official.encoder.embed_tokens, decoder.embed_tokens, *heads]
+        for p in m.parameters()
+    }
+    kept = [(n, p) for n, p in official.named_parameters() if id(p) not in redrawn]
+    assert len(kept) > 20
+    same = dict(fairseq_model.named_parameters())
+    assert all(torch.equal(p, same[n]) for n, p in kept)
+    assert not torch.equal(
+        decoder.output_projection.weight, same["decoder.output_projection.weight"]
+    )

@@ -13,7 +13,8 @@ The official model (``cogs_tagging.ipynb``, /work/shared/OFFICIAL-ONTANON.md sec
 - ``--tagging-init official`` initialises the token embeddings and the four tag heads as the
   notebook's Keras layers are by default (embeddings uniform in [-0.05, 0.05]; heads Glorot-uniform
   with zero biases) instead of fairseq's (embeddings normal with std d^-0.5, 4.3 times larger at
-  d = 64; heads PyTorch's Linear default). The encoder's layers keep fairseq's initialisation.
+  d = 64; heads PyTorch's Linear default; ``modules/keras_init.py``). The encoder's layers keep
+  fairseq's initialisation.
 
 Registered as ``tagging_transformer`` (task ``cogs_tagging``, criterion ``cogs_tagging``); the
 paper's rows are architectures in ``presets_compositional_generalization.py``. The output is a
@@ -31,15 +32,14 @@ from fairseq.models.transformer import (
     base_architecture,
 )
 
+from fairseq_plugins.modules.keras_init import keras_default_init
 from fairseq_plugins.modules.parent_heads import build_parent_head
-from fairseq_plugins.option_choices import PARENT_HEADS, TAGGING_INITS
+from fairseq_plugins.option_choices import LAYER_INITS, PARENT_HEADS
 from fairseq_plugins.variant_config import VariantConfig, parse_options, set_variant_defaults
 from plugin_tools.cogs_tags import ROWS, TAG_ROWS
 from plugin_tools.errors import PluginConfigError
 
 from .variant_transformer import VariantTransformerEncoder
-
-KERAS_EMBEDDING_RANGE = 0.05  # keras.layers.Embedding's default RandomUniform(-0.05, 0.05)
 
 
 @register_model("tagging_transformer")
@@ -70,7 +70,7 @@ class TaggingTransformerModel(FairseqEncoderModel):
         )
         parser.add_argument(
             "--tagging-init",
-            choices=TAGGING_INITS,
+            choices=LAYER_INITS,
             help="initialisation of the token embeddings and tag heads: fairseq's, or the "
             "official notebook's Keras defaults (default fairseq)",
         )
@@ -95,7 +95,7 @@ class TaggingTransformerModel(FairseqEncoderModel):
             raise PluginConfigError(str(e)) from None
         heads = nn.ModuleDict({row: nn.Linear(dim, len(task.tag_dicts[row])) for row in TAG_ROWS})
         if args.tagging_init == "official":
-            official_tagging_init(embed, heads)
+            keras_default_init([embed], heads.values())
         return cls(encoder, parent, heads)
 
     def forward(self, src_tokens, src_lengths=None, **kwargs):
@@ -143,18 +143,6 @@ class TaggingTransformerModel(FairseqEncoderModel):
 
     def max_positions(self):
         return self.encoder.max_positions()
-
-
-def official_tagging_init(embed, heads):
-    """The notebook's Keras defaults: Embedding uniform(-0.05, 0.05), Dense Glorot-uniform with
-    zero bias (the padding row stays zero: fairseq never reads it)."""
-    with torch.no_grad():
-        nn.init.uniform_(embed.weight, -KERAS_EMBEDDING_RANGE, KERAS_EMBEDDING_RANGE)
-        if embed.padding_idx is not None:
-            embed.weight[embed.padding_idx].zero_()
-        for head in heads.values():
-            nn.init.xavier_uniform_(head.weight)
-            nn.init.zeros_(head.bias)
 
 
 @register_model_architecture("tagging_transformer", "tagging_transformer")

@@ -22,6 +22,7 @@ from fairseq.models.transformer import (
 
 from fairseq_plugins.modules.copy_generator import CopyGenerator
 from fairseq_plugins.modules.graph_encoder import build_graph_encoder_layer, run_graph_layers
+from fairseq_plugins.modules.keras_init import keras_default_init
 from fairseq_plugins.modules.layer_sharing import tie_parameters
 from fairseq_plugins.modules.neural_data_router import CopyGateEncoderLayer
 from fairseq_plugins.modules.residual_attention import share_residual_logits
@@ -30,6 +31,7 @@ from fairseq_plugins.modules.variant_layers import (
     VariantEncoderLayer,
     wrap_layer,
 )
+from fairseq_plugins.option_choices import LAYER_INITS
 from fairseq_plugins.variant_config import (
     VariantConfig,
     parse_options,
@@ -226,14 +228,24 @@ class VariantTransformerModel(TransformerModel):
     def add_args(parser):
         TransformerModel.add_args(parser)
         gen_parser_from_dataclass(parser, VariantConfig(), delete_default=True)
+        parser.add_argument(
+            "--seq2seq-init",
+            choices=LAYER_INITS,
+            help="initialisation of the token embeddings and the output layers (output "
+            "projection, copy decoder): fairseq's, or the official notebook's Keras defaults "
+            "(default fairseq)",
+        )
 
     @classmethod
     def build_model(cls, args, task):
         token = _options_being_built.set(parse_variant_options(args, task))
         try:
-            return super().build_model(args, task)
+            model = super().build_model(args, task)
         finally:
             _options_being_built.reset(token)
+        if getattr(args, "seq2seq_init", None) == "official":  # older checkpoints lack it
+            official_seq2seq_init(model)
+        return model
 
     @classmethod
     def build_encoder(cls, args, src_dict, embed_tokens):
@@ -252,7 +264,22 @@ class VariantTransformerModel(TransformerModel):
         )
 
 
+def official_seq2seq_init(model):
+    """The layers seq2seq.ipynb builds from Keras layers, with Keras's defaults: the token
+    embeddings, the output projection (when not tied to an embedding) and the copy decoder's
+    Dense layers (query, gate and the optional V -> V projection)."""
+    decoder = model.decoder
+    linears = []
+    if isinstance(decoder.output_projection, torch.nn.Linear):
+        linears.append(decoder.output_projection)
+    if decoder.copy_generator is not None:
+        linears += [m for m in decoder.copy_generator.modules() if isinstance(m, torch.nn.Linear)]
+    keras_default_init([model.encoder.embed_tokens, decoder.embed_tokens], linears)
+
+
 @register_model_architecture("variant_transformer", "variant_transformer")
 def variant_base_architecture(args):
     set_variant_defaults(args)
+    if getattr(args, "seq2seq_init", None) is None:
+        args.seq2seq_init = "fairseq"
     base_architecture(args)

@@ -7,7 +7,8 @@ plugin_tools.experiments`` or ``scripts/experiment.py``).
   (scripts/cogs-tagging-run.sh);
 - :mod:`.grid`: ``grid`` (the issue-13 grid and the paper-budget grid, scripts/compgen-grid.sh;
   the plan is :mod:`.grid_plan`);
-- :mod:`.tagging_variants`: ``tagging-variants`` (scripts/cogs-tagging-variants.sh);
+- :mod:`.paper_variants`: ``paper-variants``, one factor of a paper-budget row at a time
+  (scripts/paper-variants.sh);
 - :mod:`.studies`: ``study-nmt`` and ``study-lm`` (scripts/study-{nmt,lm}.sh: data once, then the
   comparison pipeline scripts/compare-nmt.sh; the LM study is :mod:`.lm_study`, its statistics
   and rules :mod:`.study_stats`);

@@ -13,9 +13,9 @@ SUBCOMMANDS = {
     "compgen-run": ("compgen_run:main", "one preset on one compgen task, per seed"),
     "cogs-tagging-run": ("cogs_tagging_run:main", "COGS as sequence tagging, per seed"),
     "grid": ("grid:main", "the compgen grid (short or paper budget), resumable"),
-    "tagging-variants": (
-        "tagging_variants:main",
-        "variants of the tuned COGS tagging model at the paper budget",
+    "paper-variants": (
+        "paper_variants:main",
+        "one-factor variants of paper-budget rows (issue 21), resumable",
     ),
     "study-nmt": ("studies:main_nmt", "the Multi30k En-De study (compare-nmt.sh), resumable"),
     "study-lm": ("studies:main_lm", "the WikiText-2 LM study (compare-lm.sh), resumable"),

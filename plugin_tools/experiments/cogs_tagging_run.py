@@ -79,7 +79,6 @@ def parse(argv, usage):
     p = runs.Parser(USAGE.format(usage=usage))
     p.add_argument("positional", nargs="*")
     runs.add_common_run_options(p, 6000, "work/cogs-tagging", "results/cogs-tagging.csv")
-    p.add_argument("--grid-row")
     p.add_argument("--parent-head")
     args = p.parse_with_extra(argv)
     if len(args.positional) > 1:
@@ -88,8 +87,6 @@ def parse(argv, usage):
     runs.check_common_run_options(args)
     heads = ("absolute", "relative", "attention")
     runs.check_choice(args.parent_head, "--parent-head", heads, how="choose")
-    if args.grid_row is not None and not re.fullmatch(r"[A-Za-z0-9_.-]+", args.grid_row):
-        raise ExperimentError(f"--grid-row {args.grid_row}: letters, digits, _ . - only")
     return args
 
 

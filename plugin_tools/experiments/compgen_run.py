@@ -54,6 +54,10 @@ Options:
   --warmup N         warm-up updates (default 4000, or max-update/10 when that is smaller)
   --raw-dir DIR      published files for SCAN/COGS/PCFG (compgen-data.py --raw-dir)
   --data-seed S      seed of the generated data set (default 1; same data for every seed)
+  --grid-row ROW     record the runs as the row ROW instead of PRESET (a variant of a preset,
+                     e.g. with other fairseq-train options after `--`): the CSV's preset column
+                     is ROW, its extra_args begin with `--arch PRESET`, the run folders are
+                     OUT/runs/ROW/..., and --resume looks for ROW
   -h, --help         this text
 
 Paper defaults used: Adam (0.9, 0.98, 1e-9), inverse_sqrt (Noam) schedule, dropout 0.1,
@@ -151,15 +155,18 @@ def main(argv, prog="compgen-run", usage="scripts/experiment.py compgen-run"):
     max_len = max((len(line.split()) for line in refs), default=0) + 1
     max_update, warmup = runs.training_budget(n_train, args.max_update, args.epochs, args.warmup)
 
+    row_name = args.grid_row or args.preset
+    extra_args = (["--arch", args.preset] if args.grid_row else []) + args.extra
+
     def recorded(seed):
-        key = [args.preset, args.task, str(seed), str(n_train), str(n_test)]
+        key = [row_name, args.task, str(seed), str(n_train), str(n_test)]
         for r in runs.read_rows(csv_path):
             if [r.get(k) for k in ("preset", "task", "seed", "n_train", "n_test")] == key:
                 return csv_path
         return None
 
     csv_path.parent.mkdir(parents=True, exist_ok=True)
-    label = f"{args.preset} {args.task}"
+    label = f"{row_name} {args.task}"
     options = ["--task", "translation_accuracy", "--eval-accuracy", "--arch", args.preset]
     options += ["--criterion", "cross_entropy"]
 
@@ -168,8 +175,8 @@ def main(argv, prog="compgen-run", usage="scripts/experiment.py compgen-run"):
 
     def finish(seed, run_dir, updates, accuracy, wall, cpu):
         report = args.report_checkpoint
-        row = [args.preset, args.task, seed, updates, f"{accuracy[report]:.6f}", wall, runs.now()]
-        row += [split, n_test, n_train, args.beam, " ".join(args.extra), threads, cpu, report]
+        row = [row_name, args.task, seed, updates, f"{accuracy[report]:.6f}", wall, runs.now()]
+        row += [split, n_test, n_train, args.beam, " ".join(extra_args), threads, cpu, report]
         row += [f"{accuracy['best']:.6f}"]
         row += [f"{accuracy['last']:.6f}" if "last" in accuracy else ""]
         runs.append_rows(csv_path, HEADER, [row])
@@ -184,7 +191,7 @@ def main(argv, prog="compgen-run", usage="scripts/experiment.py compgen-run"):
         label,
         args,
         max_update,
-        lambda seed: out / "runs" / args.preset / f"{args.task}{suffix}" / f"seed{seed}",
+        lambda seed: out / "runs" / row_name / f"{args.task}{suffix}" / f"seed{seed}",
         recorded,
         train,
         lambda run_dir, which, sfx: evaluate(

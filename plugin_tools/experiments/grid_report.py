@@ -36,6 +36,7 @@ from functools import partial
 from pathlib import Path
 
 from . import grid_plan
+from .paper_variants import VARIANTS
 from .runs import ExperimentError, Parser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -819,24 +820,24 @@ def paired_comparison(rows, pairs=None, labels=None, row_head="compositional"):
     return markdown_table(head, table)
 
 
-TAGGING_VARIANTS = {  # scripts/cogs-tagging-variants.sh: the one factor each changes
-    "official_init": "token embeddings and tag heads initialised as the notebook's Keras layers",
-    "warmup600": "Noam warm-up 600 updates instead of 4,000",
-    "absolute_head": "absolute parent head instead of the attention head",
-    "no_dropout": "dropout 0 instead of 0.1",
-}
-
-
 def variants_table(rows, variant_rows):
-    """Each variant of the tuned tagging model against cogs_tagging_tuned, paired by seed."""
+    """Each one-factor variant (scripts/paper-variants.sh) against its grid row, paired by
+    seed."""
     if not variant_rows:
-        return "No variant run recorded yet (scripts/cogs-tagging-variants.sh).\n"
-    base = {r["seed"]: r for r in rows if r["preset"] == "cogs_tagging_tuned"}
+        return "No variant run recorded yet (scripts/paper-variants.sh).\n"
     by_variant = {}
     for r in variant_rows:
         by_variant.setdefault(r["preset"], {})[r["seed"]] = r
     table = []
     for name, runs in by_variant.items():
+        variant = VARIANTS.get(name)
+        if variant is None:
+            raise ReportError(
+                f"{name}: a variant in the CSV that paper_variants.py does not define"
+            )
+        base = {
+            r["seed"]: r for r in rows if r["preset"] == variant.base and r["task"] == variant.task
+        }
         seeds = sorted(set(runs) & set(base), key=int)
         final = _mean_std([runs[s]["accuracy"] for s in runs])
         best = _mean_std([runs[s]["accuracy_best"] for s in runs])
@@ -851,19 +852,23 @@ def variants_table(rows, variant_rows):
         table.append(
             [
                 f"`{name}`",
-                TAGGING_VARIANTS.get(name, ""),
+                f"`{variant.base}` on {variant.task}",
+                variant.factor,
                 _ms_text(final),
                 _ms_text(best),
+                _ms_text(_mean_std([base[s]["accuracy"] for s in seeds])),
                 ci,
                 ", ".join(f"{runs[s]['accuracy']:.3f}" for s in sorted(runs, key=int)),
             ]
         )
     head = [
         "variant",
+        "of the row (column)",
         "the one factor changed",
         "final checkpoint",
         "best-by-valid",
-        "Δ vs tuned, same seeds (95% t-interval)",
+        "the row, same seeds",
+        "Δ vs the row, same seeds (95% t-interval)",
         "seeds (final)",
     ]
     return markdown_table(head, table)
@@ -875,7 +880,7 @@ def paper_category_table(cat_rows, task):
     if not any(r["task"] == task for r in cat_rows):
         return f"No {'tagging' if task == TAGGING else 'seq2seq'} run's final-checkpoint scores.\n"
     order = [p for p, _ in PAPER_BUDGET_ROWS] + [p for p, _, _ in PAPER_TAGGING_ROWS]
-    order += list(TAGGING_VARIANTS)
+    order += list(VARIANTS)
     return per_category_table(cat_rows, task, order, lambda p, seeds: f"`{p}` ({seeds})")
 
 
@@ -909,7 +914,7 @@ def paper_chart(rows, path):
     series = [(p, n) for p, n in PAPER_BUDGET_ROWS] + [
         (p, n.split(" (")[0]) for p, n, _ in PAPER_TAGGING_ROWS
     ]
-    series += [(v, f"tuned, variant {v}") for v in TAGGING_VARIANTS]
+    series += [(v, f"variant {v}") for v in VARIANTS]
     series = [(p, n) for p, n in series if any((p, t) in cells for t, _ in cols)]
     if not series:
         return
@@ -1009,11 +1014,11 @@ def paper_generated(rows, cat_rows, variant_rows=()):
         "its time).",
         "",
         paired_comparison(rows),
-        "### Paper budget: why the tuned tagging model is below 0.784, one factor at a time",
+        "### Paper budget: why our rows are below the paper, one factor at a time",
         "",
-        "Variants of `cogs_tagging_tuned` at the same budget and protocol "
-        "(`scripts/cogs-tagging-variants.sh`, `docs/cogs-tagging-variants.csv`), against the "
-        "tuned row above on the same seeds (paper: 0.784).",
+        "Variants of paper-budget rows at the same budget and protocol "
+        "(`scripts/paper-variants.sh`, `docs/compgen-paper-variants.csv`), each against its row "
+        "above on the same seeds (paper: the tuned tagging model 0.784, rel2-eb-c on COGS 0.511).",
         "",
         variants_table(rows, variant_rows),
         "### Paper budget: COGS (seq2seq) per generalisation category (final checkpoints)",
@@ -1066,8 +1071,8 @@ def main(argv=None, prog=None, usage=None):
     )
     ap.add_argument(
         "--variants-csv",
-        default=str(ROOT / "docs" / "cogs-tagging-variants.csv"),
-        help="paper budget: the tuned tagging model's variants (scripts/cogs-tagging-variants.sh)",
+        default=str(ROOT / "docs" / "compgen-paper-variants.csv"),
+        help="paper budget: the one-factor variants of its rows (scripts/paper-variants.sh)",
     )
     args = ap.parse_args(argv)
     name = {

@@ -87,7 +87,7 @@ def check_choice(value, flag, choices, how="choose"):
 
 
 def check_common_run_options(args):
-    """The options compgen-run and cogs-tagging-run share: seeds, budget, lr, raw dir."""
+    """The options compgen-run and cogs-tagging-run share: seeds, budget, lr, raw dir, row."""
     args.seeds = check_positive(args.seeds, "--seeds")
     args.seed = check_positive(args.seed, "--seed")
     args.max_update = check_positive(args.max_update, "--max-update")
@@ -99,6 +99,8 @@ def check_common_run_options(args):
         raise ExperimentError(f"--lr {args.lr}: not a number")
     if args.raw_dir is not None and not os.path.isdir(args.raw_dir):
         raise ExperimentError(f"--raw-dir {args.raw_dir}: not a directory")
+    if args.grid_row is not None and not re.fullmatch(r"[A-Za-z0-9_.-]+", args.grid_row):
+        raise ExperimentError(f"--grid-row {args.grid_row}: letters, digits, _ . - only")
 
 
 def add_common_run_options(parser, max_update, out, csv_path):
@@ -114,6 +116,7 @@ def add_common_run_options(parser, max_update, out, csv_path):
     parser.add_argument("--lr")
     parser.add_argument("--warmup")
     parser.add_argument("--raw-dir")
+    parser.add_argument("--grid-row")
 
 
 def say(prog, message):

@@ -1,0 +1,131 @@
+"""`paper-variants`: issue 21, why do our rows stay below the paper at the authors' budget? One
+factor of a paper-budget row changed at a time, same budget and protocol, resumable
+(scripts/paper-variants.sh is a wrapper of it)."""
+
+import subprocess
+from typing import NamedTuple
+
+from . import grid_plan, runs
+from .grid import EXPERIMENT, budget_options
+from .runs import ROOT, ExperimentError
+
+USAGE = """\
+Usage: {usage} [--seeds N] [--only NAME]... [--out DIR] [--csv FILE]
+                                        [--threads N] [--list]
+
+Trains variants of rows of the paper-budget grid (scripts/compgen-grid.sh --budget paper: the
+authors' epochs, Noam with 4,000 warm-up, final checkpoint reported, best-by-valid beside it),
+one run at a time, resumable (a variant-seed in the CSV is skipped). The unchanged model is the
+grid's row (docs/compgen-paper.csv); each variant changes one factor:
+{variants}
+Options:
+  --seeds N     seeds 1..N of every variant (default 3)
+  --only NAME   only this variant (repeatable)
+  --out DIR     run folders (default work/compgen-paper; tagging runs in OUT/cogs-tagging/runs/
+                VARIANT, seq2seq runs in OUT/runs/VARIANT)
+  --csv FILE    results (default docs/compgen-paper-variants.csv; layout of compgen-paper.csv)
+  --threads N   OMP_NUM_THREADS (default 1)
+  --list        print the variants and the command of every run, start nothing
+  -h, --help    this text
+"""
+
+
+class Variant(NamedTuple):
+    """A variant: the grid row it changes (its baseline), the column it runs, the one factor in
+    words, the run driver's options (after the paper budget's: a later --warmup wins) and the
+    fairseq-train options."""
+
+    base: str
+    task: str
+    factor: str
+    run_options: tuple = ()
+    train_options: tuple = ()
+
+
+TAGGING_BASE = "cogs_tagging_tuned"
+VARIANTS = {
+    "official_init": Variant(
+        TAGGING_BASE,
+        grid_plan.TAGGING_TASK,
+        "token embeddings and tag heads initialised as the notebook's Keras layers "
+        "(--tagging-init official: embeddings uniform +-0.05 instead of normal d^-0.5)",
+        train_options=("--tagging-init", "official"),
+    ),
+    "warmup600": Variant(
+        TAGGING_BASE,
+        grid_plan.TAGGING_TASK,
+        "Noam warm-up 600 updates instead of 4,000 (the schedule of the issue's first look)",
+        run_options=("--warmup", "600"),
+    ),
+    "absolute_head": Variant(
+        TAGGING_BASE,
+        grid_plan.TAGGING_TASK,
+        "absolute parent head (the base model's) instead of the attention head",
+        run_options=("--parent-head", "absolute"),
+    ),
+    "no_dropout": Variant(
+        TAGGING_BASE,
+        grid_plan.TAGGING_TASK,
+        "dropout 0 instead of 0.1",
+        train_options=("--dropout", "0"),
+    ),
+    "rel2_eb_c_official_init": Variant(
+        "compgen_rel2_eb_c",
+        "cogs",
+        "token embeddings, output projection and copy decoder initialised as the notebook's "
+        "Keras layers (--seq2seq-init official)",
+        train_options=("--seq2seq-init", "official"),
+    ),
+}
+
+
+def parse(argv, usage):
+    listing = "".join(
+        f"  {name:<24}{v.base} on {v.task}: {v.factor}\n" for name, v in VARIANTS.items()
+    )
+    p = runs.Parser(USAGE.format(usage=usage, variants=listing))
+    p.add_argument("--seeds", default="3")
+    p.add_argument("--only", action="append", default=[])
+    p.add_argument("--out", default=str(ROOT / "work" / "compgen-paper"))
+    p.add_argument("--csv", default=str(ROOT / "docs" / "compgen-paper-variants.csv"))
+    p.add_argument("--threads", default="1")
+    p.add_argument("--list", action="store_true")
+    args = p.parse_args(argv)
+    args.seeds = runs.check_positive(args.seeds, "--seeds")
+    args.threads = runs.check_positive(args.threads, "--threads")
+    for name in args.only:
+        if name not in VARIANTS:
+            raise ExperimentError(f"--only {name}: no such variant")
+    return args
+
+
+def paper_column(task):
+    return next(c for c in grid_plan.PAPER_COLUMNS if c.task == task)
+
+
+def command(name, seed, out, csv_path):
+    v = VARIANTS[name]
+    column = paper_column(v.task)
+    budget = budget_options(column.budget)
+    if v.task == grid_plan.TAGGING_TASK:
+        cmd = EXPERIMENT + ["cogs-tagging-run", v.base]
+        out = f"{out}/cogs-tagging"
+    else:
+        cmd = EXPERIMENT + ["compgen-run", v.base, v.task, *column.data]
+    cmd += ["--grid-row", name, "--seed", str(seed), "--resume", *budget, *v.run_options]
+    cmd += ["--out", str(out), "--csv", str(csv_path), "--", *grid_plan.COMMON, *v.train_options]
+    return cmd
+
+
+def main(argv, prog="paper-variants", usage="scripts/experiment.py paper-variants"):
+    args = parse(argv, usage)
+    runs.tool_environment(args.threads)
+    for seed in range(1, args.seeds + 1):
+        for name in VARIANTS:
+            if args.only and name not in args.only:
+                continue
+            cmd = command(name, seed, args.out, args.csv)
+            if args.list:
+                print(" ".join(cmd))
+            elif subprocess.run(cmd).returncode != 0:
+                runs.say(prog, f"{name} seed {seed} FAILED; continuing")
