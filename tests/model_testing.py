@@ -209,22 +209,26 @@ REALFORMER_VARIANTS = {
 }
 
 
+def non_padding_rows(embedding):
+    """An embedding's rows other than padding's."""
+    weight, pad = embedding.weight, embedding.padding_idx
+    return torch.cat([weight[:pad], weight[pad + 1 :]])
+
+
+def embedding_std(embedding):
+    """Std of an embedding's rows other than padding's."""
+    return non_padding_rows(embedding).std().item()
+
+
 def assert_keras_defaults(embedding, linears):
     """EMBEDDING as Keras's default Embedding (uniform in [-0.05, 0.05], padding row zero) and
     LINEARS as its default Dense (Glorot-uniform weight, zero bias): modules/keras_init.py."""
     import math
 
-    weight, pad = embedding.weight, embedding.padding_idx
-    rows = torch.cat([weight[:pad], weight[pad + 1 :]])
-    assert rows.abs().max() <= 0.05 and weight[pad].abs().max() == 0
+    rows = non_padding_rows(embedding)
+    assert rows.abs().max() <= 0.05 and embedding.weight[embedding.padding_idx].abs().max() == 0
     assert abs(rows.std().item() - 0.1 / math.sqrt(12)) < 0.5 * 0.1 / math.sqrt(12)  # uniform's
     for linear in linears:
         fan_out, fan_in = linear.weight.shape
         assert linear.weight.abs().max() <= math.sqrt(6 / (fan_in + fan_out))
         assert linear.bias is None or linear.bias.abs().max() == 0
-
-
-def embedding_std(embedding):
-    """Std of an embedding's rows other than padding's."""
-    weight, pad = embedding.weight, embedding.padding_idx
-    return torch.cat([weight[:pad], weight[pad + 1 :]]).std().item()

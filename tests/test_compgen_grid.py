@@ -146,6 +146,33 @@ def test_dry_run_prints_the_tagging_commands(tmp_path):
     assert not out.exists()  # starts nothing
 
 
+def test_paper_variants_list_their_rows_runs(tmp_path):
+    """scripts/paper-variants.sh --list: a tagging variant runs its row's tagging model, a
+    seq2seq variant compgen-run on its row's preset and paper-budget column, each recorded as
+    the variant (--grid-row) with its one changed option last; nothing starts."""
+    out, results = tmp_path / "out", tmp_path / "v.csv"
+    proc = run(
+        ["bash", ROOT / "scripts" / "paper-variants.sh", "--list", "--seeds", "2"]
+        + ["--only", "official_init", "--only", "rel2_eb_c_official_init"]
+        + ["--out", out, "--csv", results],
+        env=ENV,
+    )
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 4
+    tagging = next(x for x in lines if "--grid-row official_init --seed 2 " in x)
+    assert " cogs-tagging-run cogs_tagging_tuned " in tagging and "--epochs 16 " in tagging
+    assert f"--out {out}/cogs-tagging --csv {results} -- " in tagging
+    assert tagging.endswith(" --tagging-init official")
+    seq2seq = next(
+        x for x in lines if "--grid-row rel2_eb_c_official_init" in x and "--seed 1" in x
+    )
+    assert " compgen-run compgen_rel2_eb_c cogs " in seq2seq
+    assert "--epochs 16 " in seq2seq and "--valid 500 --test 2100 " in seq2seq
+    assert f"--out {out} --csv {results} -- " in seq2seq
+    assert seq2seq.endswith(" --seq2seq-init official")
+    assert not out.exists()
+
+
 STUB_RUN = """#!/usr/bin/env bash
 # Stand-in for `experiment.py compgen-run`: logs which grid ran the cell, then records it.
 set -euo pipefail

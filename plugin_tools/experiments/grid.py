@@ -86,21 +86,32 @@ def budget_options(budget):
 
 
 def cell_command(seed, col, row, out, csv_path):
-    """(command, run folder) of a cell."""
+    """(command, run folder) of a cell. A row's extra options are seq2seq options: its tagging
+    cell takes the encoder options of its TAGGING entry instead."""
+    extra = () if col.task == TAGGING_TASK else row.extra
+    return run_command(seed, col, row.preset, out, csv_path, train_options=extra)
+
+
+def run_command(seed, col, preset, out, csv_path, row_name=None, run_options=(), train_options=()):
+    """(command, run folder) of one seed of PRESET in column COL, recorded as the row ROW_NAME
+    (default PRESET; a variant of it, scripts/paper-variants.sh); RUN_OPTIONS go to the run driver
+    after the budget's (a later --warmup wins), TRAIN_OPTIONS to fairseq-train last."""
     budget = budget_options(col.budget)
     if col.task == TAGGING_TASK:
-        arch, options = TAGGING[row.preset]
-        cmd = EXPERIMENT + ["cogs-tagging-run", arch, "--grid-row", row.preset, "--seed", str(seed)]
-        cmd += ["--resume", *budget, "--out", f"{out}/cogs-tagging", "--csv", str(csv_path)]
-        cmd += ["--", *grid_plan.COMMON, *options]
-        return cmd, out / "cogs-tagging" / "runs" / row.preset / f"seed{seed}"
+        row_name = row_name or preset
+        arch, options = TAGGING[preset]
+        cmd = EXPERIMENT + ["cogs-tagging-run", arch, "--grid-row", row_name, "--seed", str(seed)]
+        cmd += ["--resume", *budget, *run_options, "--out", f"{out}/cogs-tagging"]
+        cmd += ["--csv", str(csv_path), "--", *grid_plan.COMMON, *options, *train_options]
+        return cmd, out / "cogs-tagging" / "runs" / row_name / f"seed{seed}"
     raw = ["--raw-dir", str(out / "raw" / "scan-addjump")] if col.task == "scan-addjump" else []
-    cmd = EXPERIMENT + ["compgen-run", row.preset, col.task, "--seed", str(seed), "--resume"]
-    cmd += [*budget, *col.data, *raw, "--out", str(out), "--csv", str(csv_path)]
-    cmd += ["--", *grid_plan.COMMON, *row.extra]
+    cmd = EXPERIMENT + ["compgen-run", preset, col.task, "--seed", str(seed), "--resume"]
+    cmd += [*budget, *col.data, *raw, *(["--grid-row", row_name] if row_name else [])]
+    cmd += [*run_options, "--out", str(out), "--csv", str(csv_path)]
+    cmd += ["--", *grid_plan.COMMON, *train_options]
     sizes = dict(zip(col.data[::2], col.data[1::2]))
     suffix = data_suffix(False, {k.lstrip("-"): v for k, v in sizes.items()})
-    return cmd, out / "runs" / row.preset / f"{col.task}{suffix}" / f"seed{seed}"
+    return cmd, out / "runs" / (row_name or preset) / f"{col.task}{suffix}" / f"seed{seed}"
 
 
 def parse(argv, usage):

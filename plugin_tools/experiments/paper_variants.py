@@ -3,10 +3,11 @@ factor of a paper-budget row changed at a time, same budget and protocol, resuma
 (scripts/paper-variants.sh is a wrapper of it)."""
 
 import subprocess
+from pathlib import Path
 from typing import NamedTuple
 
 from . import grid_plan, runs
-from .grid import EXPERIMENT, budget_options
+from .grid import run_command
 from .runs import ROOT, ExperimentError
 
 USAGE = """\
@@ -92,21 +93,13 @@ def parse(argv, usage):
     return args
 
 
-def paper_column(task):
-    return next(c for c in grid_plan.PAPER_COLUMNS if c.task == task)
-
-
 def command(name, seed, out, csv_path):
+    """The command of one seed of variant NAME: its row's run in the paper-budget column."""
     v = VARIANTS[name]
-    column = paper_column(v.task)
-    budget = budget_options(column.budget)
-    if v.task == grid_plan.TAGGING_TASK:
-        cmd = EXPERIMENT + ["cogs-tagging-run", v.base]
-        out = f"{out}/cogs-tagging"
-    else:
-        cmd = EXPERIMENT + ["compgen-run", v.base, v.task, *column.data]
-    cmd += ["--grid-row", name, "--seed", str(seed), "--resume", *budget, *v.run_options]
-    cmd += ["--out", str(out), "--csv", str(csv_path), "--", *grid_plan.COMMON, *v.train_options]
+    column = next(c for c in grid_plan.PAPER_COLUMNS if c.task == v.task)
+    cmd, _ = run_command(
+        seed, column, v.base, Path(out), csv_path, name, v.run_options, v.train_options
+    )
     return cmd
 
 
