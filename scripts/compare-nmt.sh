@@ -32,7 +32,7 @@ every run before the significance tests and the report.
 Resumable: a run whose training finished (RUN/train.done) is not trained again; an unfinished
 one resumes from RUN/checkpoints/checkpoint_last.pt (the log is appended to RUN/train.log); a
 decoding that finished after the last training (RUN/generate.done) is reused. Delete a run's
-folder to redo it.
+folder (and its --archive folder) to redo it.
 
 Options:
   --out DIR          output folder (default outputs/compare-nmt)
@@ -47,6 +47,10 @@ Options:
   --subset NAME      subset to decode and score (default test)
   --batch-size N     fairseq-generate batch size (default 128)
   --skip-train       do not train; use the checkpoints already in OUT/NAME/checkpoints
+  --archive DIR      keep finished runs in DIR (e.g. a committed folder): every run, once decoded,
+                     is saved to DIR/NAME/[seedS/] (its logs, hypotheses, times and done markers,
+                     not its checkpoints; scripts/experiment.py run-archive), and a run OUT lacks
+                     is restored from there first, so it is neither trained nor decoded again
   --detokenized      the hypotheses/references are detokenized text (default: fairseq's H-/T-
                      lines are tokenized text, scored with significance.sh --tokenized)
   --doc FILE         also write a results document (scripts/study-report.py nmt) to FILE
@@ -61,7 +65,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"  # die, root, PATH; the sh
 user_dir=${FAIRSEQ_USER_DIR:-$root/fairseq_plugins}  # --user-dir; FAIRSEQ_USER_DIR overrides
 
 out=outputs/compare-nmt data_override="" subset=test bsz=128 skip_train=0 tokenized=1
-seeds_arg="" extra_str="" tensorboard=0 doc="" smoke=0 select_epochs=""
+seeds_arg="" extra_str="" tensorboard=0 doc="" smoke=0 select_epochs="" archive=""
 sig_args=() configs=() invocation=("$0" "$@")
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -71,6 +75,7 @@ while [[ $# -gt 0 ]]; do
       seeds_arg=$2; shift 2 ;;
     --select-epochs) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--select-epochs needs a positive integer"; select_epochs=$2; shift 2 ;;
     --detokenized) tokenized=0; shift ;;
+    --archive) [[ -n ${2:-} ]] || die "--archive needs a folder"; archive=$2; shift 2 ;;
     --resamples|--trials|--seed)
       [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "$1 needs a positive integer"; sig_args+=("$1" "$2"); shift 2 ;;
     --moses|--no-chrf) sig_args+=("$1"); shift ;;
@@ -165,6 +170,11 @@ train_run() {
   rm -f "$dir/generate.done"
 }
 
+# run_archive save|restore FROM TO: scripts/experiment.py run-archive
+run_archive() {
+  python "$root/scripts/experiment.py" run-archive "$@" || die "run-archive $1 $2 failed"
+}
+
 # validate every config before spending time on training
 check_configs
 command -v python >/dev/null || die "no python on PATH"
@@ -189,6 +199,15 @@ for seed in "${seeds[@]}"; do
     sysdir=$out/$NAME dir=$out/$NAME tb=$NAME
     [[ -n $seed ]] && dir=$sysdir/seed$seed tb=$NAME-seed$seed
     mkdir -p "$dir"
+    arch_dir=""
+    if [[ -n $archive ]]; then
+      arch_dir=$archive/${dir#"$out"/}
+      if [[ $pass == claim && ! -f $dir/generate.done && -f $arch_dir/generate.done ]]; then
+        run_archive restore "$arch_dir" "$dir"
+        [[ -f $archive/$NAME/selection.txt ]] && cp "$archive/$NAME/selection.txt" "$sysdir/"
+        echo "compare-nmt.sh: [$tb] restored from $arch_dir (finished earlier)" >&2
+      fi
+    fi
     if [[ $pass == claim && -f $dir/train.done && -f $dir/generate.done \
           && $dir/generate.done -nt $dir/checkpoints/checkpoint_best.pt ]]; then
       continue  # finished: the collect pass reports it
@@ -263,7 +282,10 @@ for seed in "${seeds[@]}"; do
       cat "$dir/train-command.txt" 2>/dev/null || true
       printf '%q ' "${gen[@]}"; echo
     } > "$dir/commands.txt"
-    [[ -f $dir/checkpoints/checkpoint_best.pt ]] || die "[$tb] no $dir/checkpoints/checkpoint_best.pt"
+    # (a run restored from --archive has its hypotheses but no checkpoint)
+    [[ -f $dir/checkpoints/checkpoint_best.pt || -f $dir/generate.done ]] \
+      || die "[$tb] no $dir/checkpoints/checkpoint_best.pt"
+    decoded=0
     if [[ -f $dir/generate.done && $dir/generate.done -nt $dir/checkpoints/checkpoint_best.pt ]]; then
       echo "compare-nmt.sh: [$tb] already decoded ($dir/generate-$subset.txt)" >&2
     else
@@ -279,6 +301,12 @@ for seed in "${seeds[@]}"; do
         || die "[$tb] fairseq-generate wrote $n_hyp hypotheses for $n_data $subset sentences (see $dir/generate.log)"
       echo $((SECONDS - start)) > "$dir/generate.seconds"
       touch "$dir/generate.done"
+      decoded=1
+    fi
+    if [[ -n $arch_dir && ( $decoded == 1 || ! -f $arch_dir/generate.done ) ]]; then
+      run_archive save "$dir" "$arch_dir"
+      [[ -f $sysdir/selection.txt && $seed == "${seeds[0]}" ]] && cp "$sysdir/selection.txt" "$archive/$NAME/"
+      echo "compare-nmt.sh: [$tb] archived in $arch_dir" >&2
     fi
     exec {run_fd}>&-
     [[ $pass == collect ]] || continue

@@ -119,6 +119,34 @@ def test_study_prepares_data_once_then_runs_the_comparison(direction, tmp_path, 
     assert cmd[cmd.index("--seeds") + 1] == "1,2,3" and "--select-epochs" in cmd
 
 
+@pytest.mark.parametrize(
+    "extra, archive",
+    [
+        ([], "docs/study-runs/nmt-deen"),
+        (["--archive", "elsewhere"], "elsewhere"),
+        (["--no-archive"], None),
+        (["--smoke"], None),
+    ],
+)
+def test_nmt_study_archive_default(extra, archive):
+    """A real study keeps its finished runs in the committed folder docs/study-runs/nmt-PAIR by
+    default (they outlive the machine); a smoke run and --no-archive keep none."""
+    from plugin_tools.experiments import studies
+
+    args = studies.parse("nmt", ["--direction", "de-en", *extra], "study-nmt.sh")
+    cmd = studies.plan("nmt", args)[3]
+    got = cmd[cmd.index("--archive") + 1] if "--archive" in cmd else None
+    assert got == archive
+
+
+def test_nmt_study_archive_flags_conflict():
+    from plugin_tools.experiments import studies
+    from plugin_tools.experiments.runs import ExperimentError
+
+    with pytest.raises(ExperimentError, match="--archive and --no-archive"):
+        studies.parse("nmt", ["--archive", "x", "--no-archive"], "study-nmt.sh")
+
+
 class _Done:
     returncode = 0
 
@@ -234,7 +262,8 @@ def test_compare_nmt_selection_seeds_resume(demo_bin, tmp_path):
     doc = tmp_path / "docs" / "results.md"
     cmd = ["bash", SCRIPTS / "compare-nmt.sh", base, sel, "--data", demo_bin, "--out", out]
     cmd += ["--seeds", "3", "--train-args", "--max-epoch 2", "--resamples", "50", "--trials", "50"]
-    cmd += ["--doc", doc, "--smoke"]
+    archive = tmp_path / "kept"
+    cmd += ["--doc", doc, "--smoke", "--archive", archive]
     cmd = [str(c) for c in cmd]
     env = {**os.environ, **ENV}
     procs = [subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
@@ -274,6 +303,30 @@ def test_compare_nmt_selection_seeds_resume(demo_bin, tmp_path):
     assert again.stderr.count("already decoded") == 2
     assert "training" not in again.stderr.replace("already trained", "")
 
+    # --archive: the finished runs were kept without their checkpoints; a fresh output folder
+    # (another machine, a new clone) restores them: nothing is trained or decoded, the same
+    # hypotheses are scored to the same significance results and the report lists both systems
+    kept = archive / "gbest" / "seed3"
+    assert (kept / "generate.done").is_file() and not (kept / "checkpoints").exists()
+    assert (archive / "gbest" / "selection.txt").read_text() == "\n".join(selection) + "\n"
+    fresh = tmp_path / "fresh"
+    restored = run([fresh if c == str(out) else c for c in cmd], env=ENV)
+    assert restored.stderr.count("restored from") == 2
+    assert "training" not in restored.stderr.replace("already trained", "")
+    assert "decoding" not in restored.stderr
+    for name in ("base", "gbest"):
+        hyps = out / name / "seed3" / "generate-test.txt"
+        assert (fresh / name / "seed3" / "generate-test.txt").read_text() == hyps.read_text()
+    assert (fresh / "gbest" / "selection.txt").is_file()
+    import json
+
+    def scores(folder):
+        text = (folder / "significance-seed3.json").read_text()
+        return json.loads(text.replace(str(folder), "OUT"))
+
+    assert scores(fresh) == scores(out)  # the same files, the same resampling seed
+    assert "| gbest |" in (fresh / "REPORT.md").read_text()
+
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
@@ -300,7 +353,7 @@ def test_lm_study_smoke_two_processes_share_the_runs(wikitext2_data, tmp_path):
     cmd += ["--raw-dir", wikitext2_data, "--data-root", tmp_path / "data", "--max-lines", "300,30"]
     cmd += ["--vocab", "200", "--lrs", "0.004", "--seeds", "1,2", "--sweep-updates", "4"]
     cmd += ["--min-epochs", "1", "--max-epochs", "1", "--context-window", "32"]
-    cmd += ["--train-args", TINY_LM, "--threads", "1"]
+    cmd += ["--train-args", TINY_LM, "--threads", "1", "--archive", tmp_path / "kept"]
     cmd = [str(c) for c in cmd]
     env = {**__import__("os").environ, **ENV}
     procs = [subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
@@ -326,3 +379,14 @@ def test_lm_study_smoke_two_processes_share_the_runs(wikitext2_data, tmp_path):
     assert test["word_ppl"] == pytest.approx(2 ** (test["loss"] * test["tokens"] / test["words"]))
     again = run(cmd, env=ENV)
     assert "training" not in again.stderr and "busy" not in again.stderr
+    # --archive: a fresh output folder restores all 9 runs (no checkpoints were kept), trains
+    # nothing and reports the same test perplexities
+    assert not list((tmp_path / "kept").rglob("*.pt"))
+    fresh = tmp_path / "fresh"
+    restored = run([str(fresh) if c == str(out) else c for c in cmd], env=ENV)
+    assert restored.stderr.count("restored from") == len(runs) == 9
+    assert "training" not in restored.stderr and "resuming" not in restored.stderr
+    for d in runs:
+        again_result = (fresh / d.relative_to(out) / "result.json").read_text()
+        assert again_result == (d / "result.json").read_text()
+    assert "| compositional vs matched | test ppl/word |" in doc.read_text()

@@ -20,6 +20,10 @@ SUBCOMMANDS = {
     "study-nmt": ("studies:main_nmt", "the Multi30k En-De study (compare-nmt.sh), resumable"),
     "study-lm": ("studies:main_lm", "the WikiText-2 LM study (compare-lm.sh), resumable"),
     "timed": ("runs:main_timed", "a command as one time piece of a run folder (resumed runs)"),
+    "run-archive": (
+        "run_archive:main",
+        "save or restore a finished run's files (studies kept across machines)",
+    ),
     "report": ("report:main", "compgen: the grid report; nmt, lm: a study's results document"),
 }
 

@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import runs, study_stats
+from . import run_archive, runs, study_stats
 from .runs import ROOT, ExperimentError
 
 USAGE = """\
@@ -29,6 +29,7 @@ Usage: {usage} [--out DIR] [--doc FILE] [--smoke] [--threads N] [--seeds LIST]
                            [--lrs LIST] [--sweep-updates N] [--vocab N] [--min-epochs N]
                            [--max-epochs N] [--context-window N] [--train-args STR]
                            [--raw-dir DIR] [--data-root DIR] [--max-lines TRAIN,EVAL]
+                           [--archive DIR | --no-archive]
 
 The WikiText-2 language-model study (issue 22), resumable (run the same command again after an
 interruption: finished runs are skipped, an unfinished one resumes from checkpoint_last.pt) and
@@ -65,6 +66,12 @@ multi-head attention, the compositional LM's width, depth and ffn); the composit
   --raw-dir DIR       WikiText-2 text folder for prepare-wikitext.sh (default: the corpus folder)
   --data-root DIR     where the prepared data go (default data-bin)
   --max-lines T,E     keep the first T training and E valid/test lines (--smoke: 3000,300)
+  --archive DIR       keep every finished run (logs, results, times; not checkpoints) in
+                      DIR/RUN (RUN: its folder under OUT) and restore from there the runs OUT
+                      lacks (scripts/experiment.py run-archive), so that the study resumes on
+                      another machine or a fresh clone. Default docs/study-runs/lm, committed;
+                      with --smoke none
+  --no-archive        neither keep nor restore runs
 """
 
 SYSTEMS = ("baseline", "matched", "compositional")
@@ -91,7 +98,11 @@ def parse(argv, usage):
     p.add_argument("--raw-dir")
     p.add_argument("--data-root")
     p.add_argument("--max-lines")
+    p.add_argument("--archive")
+    p.add_argument("--no-archive", action="store_true")
     args = p.parse_args(argv)
+    if args.archive and args.no_archive:
+        raise ExperimentError("--archive and --no-archive: choose one")
     args.threads = runs.check_positive(args.threads, "--threads")
     args.train_args = shlex.split(args.train_args)
     if args.raw_dir is not None:
@@ -131,6 +142,12 @@ def parse(argv, usage):
     )
     default_doc = args.out / "results-lm.md" if smoke else ROOT / "docs" / "results-lm.md"
     args.doc = str(Path(args.doc).resolve() if args.doc else default_doc)
+    if args.archive:
+        args.archive = Path(args.archive).resolve()
+    elif not (smoke or args.no_archive):
+        args.archive = ROOT / "docs" / "study-runs" / "lm"
+    else:
+        args.archive = None
     return args
 
 
@@ -293,6 +310,14 @@ def evaluate(run_dir, data, counts, args):
 
 def seed_run(run_dir, system, data, lr, seed, counts, args):
     """Epoch by epoch under the stopping rule, then the evaluation: RUN_DIR/result.json."""
+    if (run_dir / "result.json").is_file() and not (
+        run_dir / "checkpoints" / "checkpoint_last.pt"
+    ).is_file():
+        raise ExperimentError(
+            f"{run_dir}: restored from the archive with fewer epochs than --max-epochs "
+            f"{args.max_epochs}, and its checkpoints are not archived: train it again by "
+            "deleting it and its archive folder, or keep the --max-epochs it ran with"
+        )
     with runs.TimePiece(run_dir):
         while True:
             ppl = (
@@ -319,12 +344,24 @@ def seed_run(run_dir, system, data, lr, seed, counts, args):
     (run_dir / "result.json").write_text(json.dumps(result, indent=1) + "\n")
 
 
-def run_all(prog, tasks, finished=lambda run_dir: (run_dir / "result.json").is_file()):
+def run_all(
+    prog, tasks, finished=lambda run_dir: (run_dir / "result.json").is_file(), archive=None
+):
     """TASKS: [(run folder, label, function)]. Two passes: the first runs what no other process
     holds (a lock per run folder), the second waits for the others' runs and runs what is left;
-    FINISHED(run folder) says whether a run is done (default: its result.json exists)."""
+    FINISHED(run folder) says whether a run is done (default: its result.json exists).
+    ARCHIVE: (out, archive folder) or None: an unfinished run is first restored from the
+    archive (ARCHIVE/its folder under OUT), and a run finished here is saved there."""
+
+    def archived(run_dir):
+        return archive[1] / run_dir.relative_to(archive[0]) if archive else None
+
     for blocking in (False, True):
         for run_dir, label, function in tasks:
+            kept = archived(run_dir)
+            if not finished(run_dir) and kept and (kept / "result.json").is_file():
+                run_archive.restore(kept, run_dir)
+                runs.say(prog, f"[{label}] restored from {kept} (finished earlier)")
             if finished(run_dir):
                 continue
             lock = runs.FileLock(run_dir / "run.lock")
@@ -336,6 +373,8 @@ def run_all(prog, tasks, finished=lambda run_dir: (run_dir / "result.json").is_f
                     last = run_dir / "checkpoints" / "checkpoint_last.pt"
                     runs.say(prog, f"[{label}] {'resuming' if last.is_file() else 'training'}")
                     function()
+                    if kept and finished(run_dir):
+                        run_archive.save(run_dir, kept)
             finally:
                 lock.release()
 
@@ -386,7 +425,8 @@ def main(argv, prog="study-lm", usage="scripts/experiment.py study-lm"):
                     lambda d=d, s=system, lr=lr: sweep_run(d, s, bin_dir, lr, args),
                 )
             )
-    run_all(prog, sweep)
+    archive = (out, args.archive) if args.archive else None
+    run_all(prog, sweep, archive=archive)
     chosen = {}
     for system in SYSTEMS:
         ppl = {
@@ -414,7 +454,7 @@ def main(argv, prog="study-lm", usage="scripts/experiment.py study-lm"):
         r = json.loads(f.read_text())
         return r.get("stopped_by") == "rule" or r["epochs"] >= args.max_epochs
 
-    run_all(prog, seeds, seed_finished)
+    run_all(prog, seeds, seed_finished, archive=archive)
     plan = {
         "systems": list(SYSTEMS),
         "configs": [config_path(s) for s in SYSTEMS],

@@ -16,7 +16,8 @@ from .runs import ROOT, ExperimentError
 
 NMT_USAGE = """\
 Usage: {usage} [--direction en-de|de-en] [--out DIR] [--seeds LIST] [--doc FILE]
-                            [--smoke] [--threads N] [-- compare-nmt.sh options]
+                            [--archive DIR | --no-archive] [--smoke] [--threads N]
+                            [-- compare-nmt.sh options]
 
 The Multi30k study, resumable (run the same command again after an interruption: finished
 systems/seeds are skipped, unfinished training resumes from checkpoint_last.pt) and shared: the
@@ -42,6 +43,11 @@ same command started twice (one process per core) splits the runs (compare-nmt.s
                 (data-bin/multi30k.en-de-smoke), 2 epochs (selection: 1), 200 bootstrap
                 resamples, 500 randomization trials; the document is labelled
                 "smoke run, not results"
+  --archive DIR keep every finished run (logs, hypotheses, times; not checkpoints) in DIR and
+                restore from there the runs OUT lacks (compare-nmt.sh --archive): the study
+                resumes on another machine or a fresh clone. Default docs/study-runs/nmt-ende
+                (de-en: nmt-deen), committed; with --smoke none
+  --no-archive  neither keep nor restore runs
   --threads N   OMP_NUM_THREADS for training and decoding (default: the environment's, else 1)
 Options after `--` go to scripts/compare-nmt.sh (e.g. -- --train-args "--max-epoch 20").
 """
@@ -65,6 +71,8 @@ def parse(kind, argv, usage):
     p.add_argument("--out")
     p.add_argument("--doc")
     p.add_argument("--smoke", action="store_true")
+    p.add_argument("--archive")
+    p.add_argument("--no-archive", action="store_true")
     p.add_argument("--threads", default=os.environ.get("OMP_NUM_THREADS", "1"))
     if kind == "nmt":
         p.add_argument("--seeds", default="1,2,3")
@@ -75,6 +83,8 @@ def parse(kind, argv, usage):
         raise ExperimentError("--seeds needs comma-separated positive integers (e.g. 1,2)")
     if kind == "nmt":
         runs.check_choice(args.direction, "--direction", tuple(NMT_SYSTEMS))
+    if args.archive and args.no_archive:
+        raise ExperimentError("--archive and --no-archive: choose one")
     return args
 
 
@@ -95,6 +105,9 @@ def plan(kind, args):
         cfgs = [f"configs/nmt/multi30k-{src}{tgt}-{s}.sh" for s in NMT_SYSTEMS[args.direction]]
         compare = ["bash", "scripts/compare-nmt.sh", *cfgs, "--data", f"{data}/bin"]
         compare += ["--out", args.out, "--seeds", args.seeds, "--tensorboard", "--doc", args.doc]
+        if args.archive is None and not (args.smoke or args.no_archive):
+            args.archive = f"docs/study-runs/nmt-{src}{tgt}"
+        compare += ["--archive", args.archive] if args.archive and not args.no_archive else []
         if args.smoke:
             compare += ["--train-args", "--max-epoch 2", "--select-epochs", "1"]
             compare += ["--resamples", "200", "--trials", "500", "--smoke"]

@@ -1,0 +1,107 @@
+"""Finished runs kept in the checkout (issue 22). A study takes more CPU hours than one session on a
+2-core machine, and its output folder (outputs/, ignored by git) does not outlive the machine. So
+every finished run's own files (logs, hypotheses, scores, time pieces, done markers; not its
+checkpoints or locks) are copied into an archive folder that is committed (docs/study-runs/...),
+text files over GZIP_OVER bytes gzipped. A study started again restores every archived run that
+its output folder lacks: the run counts as finished (it is not trained again) and is reported
+with the others.
+
+    scripts/experiment.py run-archive save RUN_DIR ARCHIVE_DIR
+    scripts/experiment.py run-archive restore ARCHIVE_DIR RUN_DIR
+"""
+
+import gzip
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from .runs import ExperimentError
+
+GZIP_OVER = 16_000
+# never archived: what a running or killed run leaves behind, and what cannot be diffed
+SKIPPED_SUFFIXES = (".lock", ".open", ".tmp", ".pt")
+# restored last, so that they are newer than what they mark (compare-nmt.sh: generate.done -nt)
+MARKERS = ("train.done", "generate.done", "result.json")
+
+USAGE = """\
+Usage: scripts/experiment.py run-archive save RUN_DIR ARCHIVE_DIR
+       scripts/experiment.py run-archive restore ARCHIVE_DIR RUN_DIR
+
+save: copies the plain files of the finished run folder RUN_DIR (not its sub-folders such as
+checkpoints/, nor *.lock, *.open, *.tmp, *.pt) into ARCHIVE_DIR, replacing what was there;
+text over 16 kB is stored gzipped (NAME.gz).
+restore: copies them back into RUN_DIR (made if missing), unzipping NAME.gz to NAME, the done
+markers last, replacing files of the same name (an archived run is a finished one: it wins
+over what an unfinished attempt left).
+The studies (study-nmt, study-lm) do both themselves (--archive); this command is for one run.
+"""
+
+
+def archived_files(run_dir):
+    return sorted(
+        p
+        for p in Path(run_dir).iterdir()
+        if p.is_file() and not p.is_symlink() and not p.name.endswith(SKIPPED_SUFFIXES)
+    )
+
+
+def save(run_dir, archive_dir):
+    """Copy RUN_DIR's plain files into ARCHIVE_DIR (written to a temporary folder, then renamed:
+    an interrupted save never leaves half an archive that would restore as finished)."""
+    run_dir, archive_dir = Path(run_dir), Path(archive_dir)
+    if not run_dir.is_dir():
+        raise ExperimentError(f"run-archive: no run folder {run_dir}")
+    tmp = archive_dir.with_name(archive_dir.name + ".saving")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for src in archived_files(run_dir):
+        if src.stat().st_size > GZIP_OVER:
+            # mtime=0: the same file gives the same bytes, so re-saving changes nothing in git
+            with open(src, "rb") as f, gzip.GzipFile(tmp / (src.name + ".gz"), "wb", mtime=0) as g:
+                shutil.copyfileobj(f, g)
+        else:
+            shutil.copyfile(src, tmp / src.name)
+    keep = {p.name for p in tmp.iterdir()}
+    if archive_dir.is_dir():  # sub-folders of an archive (other runs) stay
+        for old in archive_dir.iterdir():
+            if old.is_file() and old.name not in keep:
+                old.unlink()
+    archive_dir.mkdir(parents=True, exist_ok=True)
+    for p in tmp.iterdir():
+        os.replace(p, archive_dir / p.name)
+    tmp.rmdir()
+
+
+def restore(archive_dir, run_dir):
+    """Copy ARCHIVE_DIR's files into RUN_DIR (replacing files of the same name); returns whether
+    the archive held any file."""
+    archive_dir, run_dir = Path(archive_dir), Path(run_dir)
+    files = [p for p in archive_dir.iterdir() if p.is_file()] if archive_dir.is_dir() else []
+    if not files:
+        return False
+    run_dir.mkdir(parents=True, exist_ok=True)
+    name_of = {p: p.name[:-3] if p.name.endswith(".gz") else p.name for p in files}
+    for p in sorted(files, key=lambda p: (name_of[p] in MARKERS, name_of[p])):
+        dest = run_dir / name_of[p]
+        tmp = dest.with_name(dest.name + ".tmp")
+        if p.name.endswith(".gz"):
+            with gzip.open(p, "rb") as g, open(tmp, "wb") as f:
+                shutil.copyfileobj(g, f)
+        else:
+            shutil.copyfile(p, tmp)
+        os.replace(tmp, dest)
+    return True
+
+
+def main(argv, prog="run-archive", usage="scripts/experiment.py run-archive"):
+    if argv[:1] in (["-h"], ["--help"]):
+        sys.stdout.write(USAGE)
+        return 0
+    if len(argv) != 3 or argv[0] not in ("save", "restore"):
+        raise ExperimentError("usage: run-archive save|restore FROM TO (see --help)")
+    if argv[0] == "save":
+        save(argv[1], argv[2])
+    elif not restore(argv[1], argv[2]):
+        raise ExperimentError(f"run-archive: nothing archived in {argv[1]}")
+    return 0
