@@ -7,8 +7,9 @@ usage() {
 Usage: bash scripts/test.sh [--fast] [PYTEST_ARGS...]
 
 Sets up ./.venv on first use (scripts/setup.sh), runs `ruff check` and `ruff format --check`,
-then pytest over tests/ (unit tests and end-to-end runs through fairseq's command-line tools) and
-prints the 10 slowest tests. Extra arguments go to pytest, e.g. `bash scripts/test.sh -k
+then pytest over tests/ (unit tests and end-to-end runs through fairseq's command-line tools) in
+one worker per core, up to 4 (pytest-xdist; TEST_WORKERS=N sets N, 0 runs them in this process),
+and prints the 10 slowest tests. Extra arguments go to pytest, e.g. `bash scripts/test.sh -k
 compositional -x`.
 
   --fast   everything but the tests marked slow (those that run fairseq-train, fairseq-generate
@@ -24,7 +25,11 @@ USAGE
 }
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
+# one pytest worker per core, up to 4: a test's fairseq subprocesses run one thread each
+workers=${TEST_WORKERS:-$(( $(nproc) < 4 ? $(nproc) : 4 ))}
+[[ $workers =~ ^[0-9]+$ ]] || die "TEST_WORKERS=$workers: needs a number (0: no workers)"
 pytest_args=(--durations=10)
+[[ $workers -ge 2 ]] && pytest_args+=(-n "$workers")
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
