@@ -74,3 +74,25 @@ def test_command_line(tmp_path):
         assert len(proc.stderr.strip().splitlines()) == 1
     with pytest.raises(ExperimentError):
         run_archive.main(["save", str(tmp_path / "missing"), str(tmp_path / "z")])
+
+
+def test_two_processes_restore_one_run_at_once(tmp_path):
+    """The two processes of a study (one per core) may both restore a run before either holds
+    its lock: both succeed and the files are whole."""
+    import subprocess
+    import sys
+
+    run_dir = finished_run(tmp_path / "run")
+    kept = tmp_path / "kept"
+    run_archive.save(run_dir, kept)
+    code = "import sys; from plugin_tools.experiments import run_archive as a; "
+    code += "[a.restore(sys.argv[1], sys.argv[2]) for _ in range(20)]"
+    for attempt in range(3):
+        dest = tmp_path / f"fresh{attempt}"
+        procs = [
+            subprocess.Popen([sys.executable, "-c", code, str(kept), str(dest)], cwd=ROOT)
+            for _ in range(2)
+        ]
+        assert [p.wait(timeout=120) for p in procs] == [0, 0]
+        assert (dest / "train.log").read_bytes() == (run_dir / "train.log").read_bytes()
+        assert not list(dest.glob("*.tmp"))

@@ -84,7 +84,8 @@ def restore(archive_dir, run_dir):
     name_of = {p: p.name[:-3] if p.name.endswith(".gz") else p.name for p in files}
     for p in sorted(files, key=lambda p: (name_of[p] in MARKERS, name_of[p])):
         dest = run_dir / name_of[p]
-        tmp = dest.with_name(dest.name + ".tmp")
+        # a name of this process's own: the two processes of a study may restore a run at once
+        tmp = dest.with_name(f"{dest.name}.{os.getpid()}.tmp")
         if p.name.endswith(".gz"):
             with gzip.open(p, "rb") as g, open(tmp, "wb") as f:
                 shutil.copyfileobj(g, f)
