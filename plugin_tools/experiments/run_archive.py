@@ -46,6 +46,12 @@ def archived_files(run_dir):
     )
 
 
+def marker_last(path):
+    """Sort key: the done markers after every other file (of a run or of its archive)."""
+    name = path.name.removesuffix(".gz")
+    return (name in MARKERS, name)
+
+
 def save(run_dir, archive_dir):
     """Copy RUN_DIR's plain files into ARCHIVE_DIR (written to a temporary folder, then renamed:
     an interrupted save never leaves half an archive that would restore as finished)."""
@@ -68,7 +74,8 @@ def save(run_dir, archive_dir):
             if old.is_file() and old.name not in keep:
                 old.unlink()
     archive_dir.mkdir(parents=True, exist_ok=True)
-    for p in tmp.iterdir():
+    # the done markers last: a save interrupted while moving never looks finished
+    for p in sorted(tmp.iterdir(), key=marker_last):
         os.replace(p, archive_dir / p.name)
     tmp.rmdir()
 
@@ -81,9 +88,8 @@ def restore(archive_dir, run_dir):
     if not files:
         return False
     run_dir.mkdir(parents=True, exist_ok=True)
-    name_of = {p: p.name[:-3] if p.name.endswith(".gz") else p.name for p in files}
-    for p in sorted(files, key=lambda p: (name_of[p] in MARKERS, name_of[p])):
-        dest = run_dir / name_of[p]
+    for p in sorted(files, key=marker_last):
+        dest = run_dir / p.name.removesuffix(".gz")
         # a name of this process's own: the two processes of a study may restore a run at once
         tmp = dest.with_name(f"{dest.name}.{os.getpid()}.tmp")
         if p.name.endswith(".gz"):
