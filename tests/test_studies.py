@@ -3,6 +3,7 @@ compare-lm.sh, study-report.py and the study configs (cheap checks; the studies 
 long runs)."""
 
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, run
@@ -124,27 +125,52 @@ def test_study_prepares_data_once_then_runs_the_comparison(direction, tmp_path, 
     [
         ([], "docs/study-runs/nmt-deen"),
         (["--archive", "elsewhere"], "elsewhere"),
+        (["--archive", "/tmp/kept-runs"], "/tmp/kept-runs"),
         (["--no-archive"], None),
         (["--smoke"], None),
     ],
 )
-def test_nmt_study_archive_default(extra, archive):
+def test_nmt_study_archive_default(extra, archive, monkeypatch):
     """A real study keeps its finished runs in the committed folder docs/study-runs/nmt-PAIR by
-    default (they outlive the machine); a smoke run and --no-archive keep none."""
+    default (they outlive the machine); a smoke run and --no-archive keep none. A given folder
+    is the caller's path; inside the checkout the recorded command names it relative to it."""
     from plugin_tools.experiments import studies
 
+    monkeypatch.chdir(ROOT)
     args = studies.parse("nmt", ["--direction", "de-en", *extra], "study-nmt.sh")
     cmd = studies.plan("nmt", args)[3]
     got = cmd[cmd.index("--archive") + 1] if "--archive" in cmd else None
     assert got == archive
 
 
-def test_nmt_study_archive_flags_conflict():
-    from plugin_tools.experiments import studies
+@pytest.mark.parametrize(
+    "extra, archive",
+    [
+        ([], ROOT / "docs/study-runs/lm"),
+        (["--archive", "kept"], Path("/tmp/kept")),
+        (["--no-archive"], None),
+        (["--smoke"], None),
+    ],
+)
+def test_lm_study_archive_default(extra, archive, monkeypatch):
+    """The LM study's archive: docs/study-runs/lm by default, a given folder resolved against
+    the caller's directory (the study then moves to the checkout), none for a smoke run."""
+    from plugin_tools.experiments import lm_study
+
+    monkeypatch.chdir("/tmp")
+    assert lm_study.parse(extra, "study-lm.sh").archive == archive
+
+
+@pytest.mark.parametrize("study", ["nmt", "lm"])
+def test_study_archive_flags_conflict(study):
+    from plugin_tools.experiments import lm_study, studies
     from plugin_tools.experiments.runs import ExperimentError
 
+    argv = ["--archive", "x", "--no-archive"]
     with pytest.raises(ExperimentError, match="--archive and --no-archive"):
-        studies.parse("nmt", ["--archive", "x", "--no-archive"], "study-nmt.sh")
+        studies.parse("nmt", argv, "study-nmt.sh") if study == "nmt" else lm_study.parse(
+            argv, "study-lm.sh"
+        )
 
 
 class _Done:

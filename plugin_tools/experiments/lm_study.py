@@ -98,11 +98,8 @@ def parse(argv, usage):
     p.add_argument("--raw-dir")
     p.add_argument("--data-root")
     p.add_argument("--max-lines")
-    p.add_argument("--archive")
-    p.add_argument("--no-archive", action="store_true")
+    runs.add_archive_options(p)
     args = p.parse_args(argv)
-    if args.archive and args.no_archive:
-        raise ExperimentError("--archive and --no-archive: choose one")
     args.threads = runs.check_positive(args.threads, "--threads")
     args.train_args = shlex.split(args.train_args)
     if args.raw_dir is not None:
@@ -142,12 +139,7 @@ def parse(argv, usage):
     )
     default_doc = args.out / "results-lm.md" if smoke else ROOT / "docs" / "results-lm.md"
     args.doc = str(Path(args.doc).resolve() if args.doc else default_doc)
-    if args.archive:
-        args.archive = Path(args.archive).resolve()
-    elif not (smoke or args.no_archive):
-        args.archive = ROOT / "docs" / "study-runs" / "lm"
-    else:
-        args.archive = None
+    args.archive = runs.archive_folder(args, None if smoke else "docs/study-runs/lm")
     return args
 
 

@@ -119,6 +119,23 @@ def add_common_run_options(parser, max_update, out, csv_path):
     parser.add_argument("--grid-row")
 
 
+def add_archive_options(parser):
+    """--archive DIR | --no-archive of the studies (resolved by archive_folder)."""
+    parser.add_argument("--archive")
+    parser.add_argument("--no-archive", action="store_true")
+
+
+def archive_folder(args, default):
+    """The run archive a study keeps and restores its runs in: --archive (the caller's path,
+    resolved before the study moves to the checkout), else DEFAULT (relative to the checkout;
+    None: no archive), or None with --no-archive."""
+    if args.archive and args.no_archive:
+        raise ExperimentError("--archive and --no-archive: choose one")
+    if args.archive:
+        return Path(args.archive).resolve()
+    return None if args.no_archive or default is None else ROOT / default
+
+
 def say(prog, message):
     print(f"{prog}: {message}", file=sys.stderr, flush=True)
 

@@ -71,47 +71,44 @@ def parse(kind, argv, usage):
     p.add_argument("--out")
     p.add_argument("--doc")
     p.add_argument("--smoke", action="store_true")
-    p.add_argument("--archive")
-    p.add_argument("--no-archive", action="store_true")
+    runs.add_archive_options(p)
     p.add_argument("--threads", default=os.environ.get("OMP_NUM_THREADS", "1"))
-    if kind == "nmt":
-        p.add_argument("--seeds", default="1,2,3")
-        p.add_argument("--direction", default="en-de")
+    p.add_argument("--seeds", default="1,2,3")
+    p.add_argument("--direction", default="en-de")
     args = p.parse_with_extra(argv)
     args.threads = runs.check_positive(args.threads, "--threads")
-    if kind == "nmt" and not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", args.seeds):
+    if not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", args.seeds):
         raise ExperimentError("--seeds needs comma-separated positive integers (e.g. 1,2)")
-    if kind == "nmt":
-        runs.check_choice(args.direction, "--direction", tuple(NMT_SYSTEMS))
-    if args.archive and args.no_archive:
-        raise ExperimentError("--archive and --no-archive: choose one")
+    runs.check_choice(args.direction, "--direction", tuple(NMT_SYSTEMS))
+    args.archive = runs.archive_folder(
+        args, None if args.smoke else f"docs/study-runs/nmt-{args.direction.replace('-', '')}"
+    )
     return args
 
 
 def plan(kind, args):
-    """(data folder, its preparation command, the comparison command) of a study."""
+    """(data folder, its preparation command, the comparison command) of the NMT study."""
     smoke = "-smoke" if args.smoke else ""
-    src, tgt = args.direction.split("-") if kind == "nmt" else ("", "")
-    deen = "-deen" if kind == "nmt" and args.direction == "de-en" else ""
+    src, tgt = args.direction.split("-")
+    deen = "-deen" if args.direction == "de-en" else ""
     args.out = args.out or f"outputs/study-{kind}{deen}{smoke}"
     if args.doc is None:  # a smoke run's document goes into OUT: it never replaces the results
         args.doc = (
             f"{args.out}/results-{kind}.md" if args.smoke else f"docs/results-{kind}{deen}.md"
         )
-    if kind == "nmt":
-        data = f"data-bin/multi30k.{src}-{tgt}{smoke}"
-        prepare = ["bash", "scripts/prepare-multi30k.sh", data, "--src", src, "--tgt", tgt]
-        prepare += ["--max-train-lines", "1000", "--max-eval-lines", "100"] if args.smoke else []
-        cfgs = [f"configs/nmt/multi30k-{src}{tgt}-{s}.sh" for s in NMT_SYSTEMS[args.direction]]
-        compare = ["bash", "scripts/compare-nmt.sh", *cfgs, "--data", f"{data}/bin"]
-        compare += ["--out", args.out, "--seeds", args.seeds, "--tensorboard", "--doc", args.doc]
-        if args.archive is None and not (args.smoke or args.no_archive):
-            args.archive = f"docs/study-runs/nmt-{src}{tgt}"
-        compare += ["--archive", args.archive] if args.archive and not args.no_archive else []
-        if args.smoke:
-            compare += ["--train-args", "--max-epoch 2", "--select-epochs", "1"]
-            compare += ["--resamples", "200", "--trials", "500", "--smoke"]
-        return data, f"{data}/bin/dict.{tgt}.txt", prepare, compare
+    data = f"data-bin/multi30k.{src}-{tgt}{smoke}"
+    prepare = ["bash", "scripts/prepare-multi30k.sh", data, "--src", src, "--tgt", tgt]
+    prepare += ["--max-train-lines", "1000", "--max-eval-lines", "100"] if args.smoke else []
+    cfgs = [f"configs/nmt/multi30k-{src}{tgt}-{s}.sh" for s in NMT_SYSTEMS[args.direction]]
+    compare = ["bash", "scripts/compare-nmt.sh", *cfgs, "--data", f"{data}/bin"]
+    compare += ["--out", args.out, "--seeds", args.seeds, "--tensorboard", "--doc", args.doc]
+    if args.archive:  # the checkout's own folder stays relative in the recorded command
+        inside = args.archive.is_relative_to(ROOT)
+        compare += ["--archive", str(args.archive.relative_to(ROOT) if inside else args.archive)]
+    if args.smoke:
+        compare += ["--train-args", "--max-epoch 2", "--select-epochs", "1"]
+        compare += ["--resamples", "200", "--trials", "500", "--smoke"]
+    return data, f"{data}/bin/dict.{tgt}.txt", prepare, compare
 
 
 def run_study(kind, argv, prog, usage):
