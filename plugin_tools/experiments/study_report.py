@@ -304,9 +304,10 @@ def nmt_doc(out, smoke):
         f"- Data: Multi30k task 1 {r0['src']}→{r0['tgt']}, valid = val, test = test_2016_flickr "
         f"({sizes}; the full corpus: 29,000 / 1,014 / 1,000), `scripts/prepare-multi30k.sh` "
         "(Moses tokenization, joint sentencepiece BPE, joined dictionary).",
-        "- One recipe for every system (configs/nmt/multi30k-ende-baseline.sh; the others change "
-        "the architecture only, the -baseline-wide system the ffn width); the exact fairseq-train "
-        "commands are under Commands.",
+        "- One recipe for every system (configs/nmt/multi30k-ende-baseline.sh"
+        + ("" if r0["src"] == "en" else ", which the de→en configs source, swapping the languages")
+        + "; the others change the architecture only, the -baseline-wide system the ffn width); "
+        "the exact fairseq-train commands are under Commands.",
         f"- Decoding: checkpoint_best.pt (lowest validation loss), beam {r0['beam']}, lenpen "
         f"{r0['lenpen']}, on the test subset; every sentence scored.",
         "- Scores: detokenized sacreBLEU and chrF (sacremoses-detokenized fairseq output against the "
@@ -472,6 +473,15 @@ def nmt_doc(out, smoke):
                 + (f"; chrF {c['delta']:+.2f} (p = {c['p_bs']:.4f})" if c else "")
                 + "."
             )
+    at_last = [st["best_epoch"] == st["epochs"] for st in stats.values() if st["epochs"]]
+    if at_last and all(at_last):
+        # then the differences are at a fixed budget, not at convergence: say so
+        lines += [
+            "",
+            f"Every run's best validation loss is at its last epoch ({len(at_last)} of "
+            f"{len(at_last)} runs): the epoch budget, not convergence, ended training, so the "
+            "comparison is at equal training budget; longer training may change it.",
+        ]
     lines += ["", "## Reference point", "", PUBLISHED_NMT, ""]
 
     curves = None
