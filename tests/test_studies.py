@@ -416,3 +416,60 @@ def test_lm_study_smoke_two_processes_share_the_runs(wikitext2_data, tmp_path):
         again_result = (fresh / d.relative_to(out) / "result.json").read_text()
         assert again_result == (d / "result.json").read_text()
     assert "| compositional vs matched | test ppl/word |" in doc.read_text()
+
+
+@pytest.mark.parametrize(
+    "given, best, widenings, grid",
+    [
+        # the top wins twice: 0.008 is added, then 0.016, where 0.008 is inside and wins
+        ("0.001,0.002,0.004", 0.01, 2, ["0.001", "0.002", "0.004", "0.008", "0.016"]),
+        ("0.001,0.002,0.004", 0.0003, 2, ["0.00025", "0.0005", "0.001", "0.002", "0.004"]),
+        ("0.001,0.002,0.004", 0.002, 2, ["0.001", "0.002", "0.004"]),  # inside: as given
+        ("0.001,0.002,0.004", 0.1, 1, ["0.001", "0.002", "0.004", "0.008"]),  # the cap
+        ("0.001,0.002,0.004", 0.1, 0, ["0.001", "0.002", "0.004"]),
+    ],
+)
+def test_lm_study_sweep_widens_past_a_winning_edge(given, best, widenings, grid, tmp_path):
+    """While a system's best lr lies at an edge of the grid, every system also runs the next
+    value past it (x2 at the top, /2 at the bottom), at most --sweep-widenings times; the
+    chosen rate is the best of the grown grid. Training is stubbed: validation perplexity
+    grows with the distance of log(lr) from BEST (the matched system's optimum is 1.2x that of
+    the others: still one grid for all)."""
+    import json
+    import math
+
+    from plugin_tools.experiments import lm_study
+
+    def fake_sweep_run(run_dir, system, data, lr, args):
+        optimum = best * (1.2 if system == "matched" else 1)
+        ppl = 100 + 10 * abs(math.log(float(lr) / optimum))
+        (run_dir / "result.json").write_text(json.dumps({"valid_ppl": ppl}))
+
+    argv = ["--lrs", given, "--sweep-widenings", str(widenings), "--no-archive"]
+    args = lm_study.parse(argv, "study-lm.sh")
+    mp = pytest.MonkeyPatch()
+    mp.setattr(lm_study, "sweep_run", fake_sweep_run)
+    try:
+        lrs, chosen = lm_study.lr_sweep("study-lm", tmp_path, tmp_path, args, None)
+    finally:
+        mp.undo()
+    assert sorted(lrs, key=float) == grid
+    for system in lm_study.SYSTEMS:
+        assert sorted(p.name for p in (tmp_path / "sweep" / system).iterdir()) == sorted(
+            f"lr{lr}" for lr in grid
+        )
+        optimum = best * (1.2 if system == "matched" else 1)
+        assert chosen[system] == min(grid, key=lambda lr: abs(math.log(float(lr) / optimum)))
+    from plugin_tools.experiments.study_report import widened_sweep
+
+    said = widened_sweep({"lrs": lrs, "lrs_given": given.split(","), "sweep_widenings": 2})
+    added = [lr for lr in grid if lr not in given.split(",")]
+    assert (f"also ran {', '.join(added)}" in said) if added else said == ""
+
+
+def test_lm_study_sweep_widenings_bad_value():
+    from plugin_tools.experiments import lm_study
+    from plugin_tools.experiments.runs import ExperimentError
+
+    with pytest.raises(ExperimentError, match="--sweep-widenings"):
+        lm_study.parse(["--sweep-widenings", "two"], "study-lm.sh")

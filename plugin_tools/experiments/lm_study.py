@@ -26,7 +26,8 @@ from .runs import ROOT, ExperimentError
 
 USAGE = """\
 Usage: {usage} [--out DIR] [--doc FILE] [--smoke] [--threads N] [--seeds LIST]
-                           [--lrs LIST] [--sweep-updates N] [--vocab N] [--min-epochs N]
+                           [--lrs LIST] [--sweep-updates N]
+                           [--sweep-widenings N] [--vocab N] [--min-epochs N]
                            [--max-epochs N] [--context-window N] [--train-args STR]
                            [--raw-dir DIR] [--data-root DIR] [--max-lines TRAIN,EVAL]
                            [--archive DIR | --no-archive]
@@ -40,7 +41,9 @@ multi-head attention, the compositional LM's width, depth and ffn); the composit
   1. data: prepare-wikitext.sh 2, then sentencepiece (--vocab pieces) on its training text;
   2. parameter counts (scripts/param-counts.py) -> OUT/params.md;
   3. lr sweep: each system at each --lrs value, seed 1, --sweep-updates updates; the lowest
-     validation perplexity chooses the system's lr (all reported);
+     validation perplexity chooses the system's lr (all reported); while a system's best lies
+     at an edge of the grid, the grid of every system grows by the next value beyond that edge
+     (x2 or /2), at most --sweep-widenings times;
   4. --seeds seeds per system at that lr, epoch by epoch: stop after epoch e >= --min-epochs
      once validation perplexity improved by < 1% over epoch e-1, at --max-epochs at the latest;
      eval-lm.sh --context-window on valid and test: perplexity per subword and per word;
@@ -55,6 +58,7 @@ multi-head attention, the compositional LM's width, depth and ffn); the composit
   --seeds LIST        default 1,2,3
   --lrs LIST          default 0.001,0.002,0.004
   --sweep-updates N   default 300 (a quarter of an epoch of 2048-token updates)
+  --sweep-widenings N how often the grid may grow past an edge that won (default 2; 0: never)
   --vocab N           sentencepiece vocabulary (default 8000)
   --min-epochs N, --max-epochs N   the stopping rule's bounds (default 2 and 5, issue 22's
                       rule: under 1% gain per epoch, or 5 epochs). A lower cap is a budget
@@ -90,6 +94,7 @@ def parse(argv, usage):
     p.add_argument("--seeds")
     p.add_argument("--lrs")
     p.add_argument("--sweep-updates")
+    p.add_argument("--sweep-widenings", default="2")
     p.add_argument("--vocab")
     p.add_argument("--min-epochs")
     p.add_argument("--max-epochs")
@@ -128,6 +133,9 @@ def parse(argv, usage):
         value = runs.check_positive(getattr(args, name), flag)
         setattr(args, name, value if value is not None else default)
     args.context_window = runs.check_positive(args.context_window, "--context-window")
+    if not re.fullmatch(r"[0-9]+", args.sweep_widenings):
+        raise ExperimentError(f"--sweep-widenings {args.sweep_widenings}: not a whole number")
+    args.sweep_widenings = int(args.sweep_widenings)
     if args.min_epochs > args.max_epochs:
         raise ExperimentError("--min-epochs is larger than --max-epochs")
     # given paths are the caller's (resolved before the study moves to the checkout); the
@@ -371,6 +379,42 @@ def run_all(
                 lock.release()
 
 
+def lr_sweep(prog, out, bin_dir, args, archive):
+    """The learning-rate sweep -> (the grid it ended with, {system: chosen lr}). Every system
+    runs every lr of the grid (--lrs); while some system's best lies at an edge of the grid,
+    the grid grows past that edge (the top doubled, the bottom halved), at most
+    --sweep-widenings times, the same for every system. Deterministic, so that two processes
+    sharing the study widen it alike (run_all waits for the other's runs first)."""
+    lrs = list(args.lrs)
+    for widening in range(args.sweep_widenings + 1):
+        sweep = []
+        for system in SYSTEMS:
+            for lr in lrs:
+                d = out / "sweep" / system / f"lr{lr}"
+                d.mkdir(parents=True, exist_ok=True)
+                fn = lambda d=d, s=system, lr=lr: sweep_run(d, s, bin_dir, lr, args)  # noqa: E731
+                sweep.append((d, f"{system} lr {lr}", fn))
+        run_all(prog, sweep, archive=archive)
+        chosen = {}
+        for system in SYSTEMS:
+            ppl = {
+                lr: json.loads((out / "sweep" / system / f"lr{lr}" / "result.json").read_text())[
+                    "valid_ppl"
+                ]
+                for lr in lrs
+            }
+            chosen[system] = study_stats.choose_lr(ppl)[0]
+        ordered = sorted(lrs, key=float)
+        top, bottom = ordered[-1] in chosen.values(), ordered[0] in chosen.values()
+        if widening == args.sweep_widenings or len(lrs) < 2 or not (top or bottom):
+            return lrs, chosen
+        if top:
+            lrs.append(f"{2 * float(ordered[-1]):g}")
+        if bottom:
+            lrs.insert(0, f"{float(ordered[0]) / 2:g}")
+        runs.say(prog, f"a best lr at the edge of the grid: the sweep widens to {', '.join(lrs)}")
+
+
 def param_counts(out, vocab, train_args):
     """scripts/param-counts.py of every system's config and TRAIN_ARGS (the study's
     --train-args) -> OUT/params.md."""
@@ -405,29 +449,8 @@ def main(argv, prog="study-lm", usage="scripts/experiment.py study-lm"):
     bin_dir = data / "bin"
     vocab = sum(1 for _ in open(bin_dir / "dict.txt", encoding="utf-8"))
     param_counts(out, vocab, args.train_args)
-    sweep = []
-    for system in SYSTEMS:
-        for lr in args.lrs:
-            d = out / "sweep" / system / f"lr{lr}"
-            d.mkdir(parents=True, exist_ok=True)
-            sweep.append(
-                (
-                    d,
-                    f"{system} lr {lr}",
-                    lambda d=d, s=system, lr=lr: sweep_run(d, s, bin_dir, lr, args),
-                )
-            )
     archive = (out, args.archive) if args.archive else None
-    run_all(prog, sweep, archive=archive)
-    chosen = {}
-    for system in SYSTEMS:
-        ppl = {
-            lr: json.loads((out / "sweep" / system / f"lr{lr}" / "result.json").read_text())[
-                "valid_ppl"
-            ]
-            for lr in args.lrs
-        }
-        chosen[system] = study_stats.choose_lr(ppl)[0]
+    lrs, chosen = lr_sweep(prog, out, bin_dir, args, archive)
     seeds = []
     for system in SYSTEMS:
         for seed in args.seeds:
@@ -450,7 +473,9 @@ def main(argv, prog="study-lm", usage="scripts/experiment.py study-lm"):
     plan = {
         "systems": list(SYSTEMS),
         "configs": [config_path(s) for s in SYSTEMS],
-        "lrs": args.lrs,
+        "lrs": lrs,
+        "lrs_given": args.lrs,
+        "sweep_widenings": args.sweep_widenings,
         "seeds": args.seeds,
         "sweep_updates": args.sweep_updates,
         "vocab": args.vocab,

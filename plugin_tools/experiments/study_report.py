@@ -815,6 +815,19 @@ def stopped(result):
     return f"{result['epochs']}, {result.get('stopped_by', '?')}{gain_text}"
 
 
+def widened_sweep(plan):
+    """The sentence on how the learning-rate grid grew past a winning edge (lm_study.lr_sweep)."""
+    given = plan.get("lrs_given", plan["lrs"])
+    added = [lr for lr in plan["lrs"] if lr not in given]
+    if added:
+        return (
+            f" The given grid was {', '.join(given)}; a system's best lay at its edge, so every "
+            f"system also ran {', '.join(added)} (the grid grows past a winning edge, x2 or /2, "
+            f"at most {plan['sweep_widenings']} times)."
+        )
+    return ""
+
+
 def write_lm_study(out, doc, smoke):
     out = Path(out)
     plan_file = out / "plan.json"
@@ -894,9 +907,9 @@ def write_lm_study(out, doc, smoke):
             "",
         ]
     lines += [
-        f"- Learning rate: a sweep of {', '.join(lrs)} per system, seed 1, "
+        f"- Learning rate: a sweep of {', '.join(sorted(lrs, key=float))} per system, seed 1, "
         f"{plan['sweep_updates']:,} updates each; the lowest validation perplexity (per piece, "
-        "best checkpoint) chooses.",
+        "best checkpoint) chooses." + widened_sweep(plan),
         f"- Seeds {', '.join(map(str, seeds))} per system at its chosen rate, trained epoch by "
         f"epoch; stopping rule: after epoch e >= {plan['min_epochs']} once the end-of-epoch "
         f"validation perplexity improved by less than {100 * plan['min_gain']:.0f}% over epoch "
@@ -910,7 +923,7 @@ def write_lm_study(out, doc, smoke):
     rows = []
     for s in systems:
         best, edge = chosen[s]
-        for lr in lrs:
+        for lr in sorted(lrs, key=float):
             r = sweep[s][lr]
             mark = (
                 " (**chosen**" + (", at the edge of the grid" if edge else "") + ")"
