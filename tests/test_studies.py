@@ -416,6 +416,18 @@ def test_lm_study_smoke_two_processes_share_the_runs(wikitext2_data, tmp_path):
         again_result = (fresh / d.relative_to(out) / "result.json").read_text()
         assert again_result == (d / "result.json").read_text()
     assert "| compositional vs matched | test ppl/word |" in doc.read_text()
+    # --only: the sweep, then the chosen seed run alone, and no document
+    only, only_doc = tmp_path / "only", tmp_path / "only.md"
+    swap = {str(out): str(only), str(doc): str(only_doc), str(tmp_path / "kept"): "x"}
+    cmd_only = [swap.get(c, c) for c in cmd]
+    cmd_only.remove("--archive")
+    cmd_only.remove("x")
+    got = run([*cmd_only, "--no-archive", "--only", "compositional:2"], env=ENV)
+    assert "no document" in got.stderr and not only_doc.exists()
+    assert sorted(p.parent.name + "/" + p.name for p in only.glob("*/seed*")) == [
+        "compositional/seed2"
+    ]
+    assert (only / "compositional" / "seed2" / "result.json").is_file()
 
 
 @pytest.mark.parametrize(
@@ -467,9 +479,26 @@ def test_lm_study_sweep_widens_past_a_winning_edge(given, best, widenings, grid,
     assert (f"also ran {', '.join(added)}" in said) if added else said == ""
 
 
-def test_lm_study_sweep_widenings_bad_value():
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["--sweep-widenings", "two"], "--sweep-widenings"),
+        (["--only", "compositional"], "--only compositional"),
+        (["--only", "stock:1"], "--only stock:1"),
+        (["--only", "matched:4"], "--only matched:4"),
+    ],
+)
+def test_lm_study_bad_option_values(argv, named):
     from plugin_tools.experiments import lm_study
     from plugin_tools.experiments.runs import ExperimentError
 
-    with pytest.raises(ExperimentError, match="--sweep-widenings"):
-        lm_study.parse(["--sweep-widenings", "two"], "study-lm.sh")
+    with pytest.raises(ExperimentError, match=named):
+        lm_study.parse(argv, "study-lm.sh")
+
+
+def test_lm_study_only():
+    from plugin_tools.experiments import lm_study
+
+    args = lm_study.parse(["--only", "compositional:1,matched:3"], "study-lm.sh")
+    assert args.only == {("compositional", 1), ("matched", 3)}
+    assert lm_study.parse([], "study-lm.sh").only is None

@@ -30,7 +30,7 @@ Usage: {usage} [--out DIR] [--doc FILE] [--smoke] [--threads N] [--seeds LIST]
                            [--sweep-widenings N] [--vocab N] [--min-epochs N]
                            [--max-epochs N] [--context-window N] [--train-args STR]
                            [--raw-dir DIR] [--data-root DIR] [--max-lines TRAIN,EVAL]
-                           [--archive DIR | --no-archive]
+                           [--archive DIR | --no-archive] [--only RUNS]
 
 The WikiText-2 language-model study (issue 22), resumable (run the same command again after an
 interruption: finished runs are skipped, an unfinished one resumes from checkpoint_last.pt) and
@@ -76,6 +76,11 @@ multi-head attention, the compositional LM's width, depth and ffn); the composit
                       another machine or a fresh clone. Default docs/study-runs/lm, committed;
                       with --smoke none
   --no-archive        neither keep nor restore runs
+  --only RUNS         train only these seed runs (SYSTEM:SEED, comma-separated, e.g.
+                      compositional:1,matched:2; SYSTEM one of baseline, matched,
+                      compositional) after the sweep, and write no document: to place the
+                      long runs where they can finish (a session, a machine); the study's
+                      command without --only reports once every run is there
 """
 
 SYSTEMS = ("baseline", "matched", "compositional")
@@ -83,6 +88,22 @@ SYSTEMS = ("baseline", "matched", "compositional")
 
 def config_path(system):
     return f"configs/lm/wikitext2-study-{system}.sh"
+
+
+def only_runs(text, seeds):
+    """--only SYSTEM:SEED,... -> {(system, seed)}, or None without --only."""
+    if text is None:
+        return None
+    chosen = set()
+    for item in text.split(","):
+        m = re.fullmatch(r"([a-z]+):([1-9][0-9]*)", item)
+        if not m or m.group(1) not in SYSTEMS or int(m.group(2)) not in seeds:
+            raise ExperimentError(
+                f"--only {item}: needs SYSTEM:SEED with SYSTEM one of {', '.join(SYSTEMS)} "
+                f"and SEED one of --seeds ({','.join(map(str, seeds))})"
+            )
+        chosen.add((m.group(1), int(m.group(2))))
+    return chosen
 
 
 def parse(argv, usage):
@@ -95,6 +116,7 @@ def parse(argv, usage):
     p.add_argument("--lrs")
     p.add_argument("--sweep-updates")
     p.add_argument("--sweep-widenings", default="2")
+    p.add_argument("--only")
     p.add_argument("--vocab")
     p.add_argument("--min-epochs")
     p.add_argument("--max-epochs")
@@ -123,6 +145,7 @@ def parse(argv, usage):
     if not re.fullmatch(r"[0-9.eE-]+(,[0-9.eE-]+)*", args.lrs):
         raise ExperimentError("--lrs needs comma-separated numbers (e.g. 0.001,0.002,0.004)")
     args.seeds = [int(s) for s in args.seeds.split(",")]
+    args.only = only_runs(args.only, args.seeds)
     args.lrs = args.lrs.split(",")
     if len(set(args.seeds)) < len(args.seeds) or len(set(args.lrs)) < len(args.lrs):
         raise ExperimentError("--seeds/--lrs: a value given twice")
@@ -454,6 +477,8 @@ def main(argv, prog="study-lm", usage="scripts/experiment.py study-lm"):
     seeds = []
     for system in SYSTEMS:
         for seed in args.seeds:
+            if args.only is not None and (system, seed) not in args.only:
+                continue
             d = out / system / f"seed{seed}"
             d.mkdir(parents=True, exist_ok=True)
             fn = lambda d=d, s=system, seed=seed: seed_run(  # noqa: E731
@@ -470,6 +495,9 @@ def main(argv, prog="study-lm", usage="scripts/experiment.py study-lm"):
         return r.get("stopped_by") == "rule" or r["epochs"] >= args.max_epochs
 
     run_all(prog, seeds, seed_finished, archive=archive)
+    if args.only is not None:
+        runs.say(prog, "--only: the chosen runs are done; no document (run without --only)")
+        return 0
     plan = {
         "systems": list(SYSTEMS),
         "configs": [config_path(s) for s in SYSTEMS],
