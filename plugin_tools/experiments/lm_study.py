@@ -410,20 +410,17 @@ def lr_sweep(prog, out, bin_dir, args, archive):
     sharing the study widen it alike (run_all waits for the other's runs first)."""
     lrs = list(args.lrs)
     for widening in range(args.sweep_widenings + 1):
+        dirs = {(s, lr): out / "sweep" / s / f"lr{lr}" for s in SYSTEMS for lr in lrs}
         sweep = []
-        for system in SYSTEMS:
-            for lr in lrs:
-                d = out / "sweep" / system / f"lr{lr}"
-                d.mkdir(parents=True, exist_ok=True)
-                fn = lambda d=d, s=system, lr=lr: sweep_run(d, s, bin_dir, lr, args)  # noqa: E731
-                sweep.append((d, f"{system} lr {lr}", fn))
+        for (system, lr), d in dirs.items():
+            d.mkdir(parents=True, exist_ok=True)
+            fn = lambda d=d, s=system, lr=lr: sweep_run(d, s, bin_dir, lr, args)  # noqa: E731
+            sweep.append((d, f"{system} lr {lr}", fn))
         run_all(prog, sweep, archive=archive)
         chosen = {}
         for system in SYSTEMS:
             ppl = {
-                lr: json.loads((out / "sweep" / system / f"lr{lr}" / "result.json").read_text())[
-                    "valid_ppl"
-                ]
+                lr: json.loads((dirs[system, lr] / "result.json").read_text())["valid_ppl"]
                 for lr in lrs
             }
             chosen[system] = study_stats.choose_lr(ppl)[0]

@@ -834,7 +834,8 @@ def write_lm_study(out, doc, smoke):
     if not plan_file.is_file():
         raise ReportError(f"{plan_file}: no such file (run scripts/study-lm.sh first)")
     plan = json.loads(plan_file.read_text())
-    systems, seeds, lrs = plan["systems"], plan["seeds"], plan["lrs"]
+    systems, seeds = plan["systems"], plan["seeds"]
+    lrs = sorted(plan["lrs"], key=float)  # --lrs may come in any order
 
     def result(path):
         if not path.is_file():
@@ -907,7 +908,7 @@ def write_lm_study(out, doc, smoke):
             "",
         ]
     lines += [
-        f"- Learning rate: a sweep of {', '.join(sorted(lrs, key=float))} per system, seed 1, "
+        f"- Learning rate: a sweep of {', '.join(lrs)} per system, seed 1, "
         f"{plan['sweep_updates']:,} updates each; the lowest validation perplexity (per piece, "
         "best checkpoint) chooses." + widened_sweep(plan),
         f"- Seeds {', '.join(map(str, seeds))} per system at its chosen rate, trained epoch by "
@@ -923,7 +924,7 @@ def write_lm_study(out, doc, smoke):
     rows = []
     for s in systems:
         best, edge = chosen[s]
-        for lr in sorted(lrs, key=float):
+        for lr in lrs:
             r = sweep[s][lr]
             mark = (
                 " (**chosen**" + (", at the edge of the grid" if edge else "") + ")"
