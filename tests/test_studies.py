@@ -268,6 +268,25 @@ def test_lm_study_configs_same_tokens_and_params():
     assert abs(comp / matched - 1) < 0.05 and abs(comp / stock - 1) < 0.02
 
 
+def test_length_ratio_counts_post_processed_tokens(tmp_path):
+    """The report's hyp/ref length: H- (third field) over T- (second field) tokens; S-, D- and
+    P- lines do not count; no output or two outputs give no ratio."""
+    from plugin_tools.experiments.study_report import length_ratio
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    assert length_ratio(run_dir) is None
+    (run_dir / "generate-test.txt").write_text(
+        "S-0\tein Hund .\nT-0\tein Hund läuft .\nH-0\t-0.5\tein Hund läuft läuft .\n"
+        "D-0\t-0.5\tein Hund läuft läuft .\nP-0\t-0.1 -0.2 -0.3 -0.4 -0.5\n"
+        "T-1\tzwei Katzen schlafen hier .\nH-1\t-0.3\tzwei Katzen .\n",
+        encoding="utf-8",
+    )
+    assert length_ratio(run_dir) == pytest.approx((5 + 3) / (4 + 5))
+    (run_dir / "generate-valid.txt").write_text("T-0\ta\nH-0\t-1\ta\n", encoding="utf-8")
+    assert length_ratio(run_dir) is None
+
+
 @pytest.mark.slow
 def test_compare_nmt_selection_seeds_resume(demo_bin, tmp_path):
     """Selection (2 candidates), --seeds, --train-args, started twice at once (the two-cores
@@ -322,6 +341,7 @@ def test_compare_nmt_selection_seeds_resume(demo_bin, tmp_path):
     assert '"chrF"' in res
     text = doc.read_text()
     assert "Smoke run, not results" in text and "| gbest |" in text
+    assert "| Hyp/ref length |" in text
     assert (doc.parent / "results-curves.png").read_bytes()[:4] == b"\x89PNG"
 
     again = run(cmd, env=ENV)  # resumable: nothing is trained or decoded again

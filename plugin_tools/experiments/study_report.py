@@ -125,6 +125,24 @@ def data_facts(run_dir):
     return facts
 
 
+def length_ratio(run_dir):
+    """Hypothesis over reference length on the decoded subset, in the post-processed (Moses) tokens
+    of fairseq-generate's H- and T- lines: why BLEU and chrF can disagree (BLEU's brevity penalty
+    below 1; above 1, extra words only lower its n-gram precisions). None without one output."""
+    outputs = sorted(Path(run_dir).glob("generate-*.txt"))
+    if len(outputs) != 1:
+        return None
+    hyp = ref = 0
+    with open(outputs[0], encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            fields = line.rstrip("\n").split("\t")
+            if line.startswith("H-") and len(fields) == 3:
+                hyp += len(fields[2].split())
+            elif line.startswith("T-") and len(fields) == 2:
+                ref += len(fields[1].split())
+    return hyp / ref if ref else None
+
+
 def read_seconds(run_dir, name="train.seconds"):
     f = Path(run_dir) / name
     if not f.is_file():
@@ -312,7 +330,10 @@ def nmt_doc(out, smoke):
         f"{r0['lenpen']}, on the test subset; every sentence scored.",
         "- Scores: detokenized sacreBLEU and chrF (sacremoses-detokenized fairseq output against the "
         "detokenized references; signatures below) and tokenized BLEU (multi-bleu style on the "
-        "Moses tokens). Paired bootstrap resampling and paired approximate randomization "
+        "Moses tokens); hyp/ref length: hypothesis over reference tokens on the test set (BLEU's "
+        "brevity penalty acts below 1; above 1 the extra words lower BLEU's precisions, and chrF, "
+        "which weights recall twice, less). "
+        "Paired bootstrap resampling and paired approximate randomization "
         "(sacrebleu's implementation via `scripts/significance.sh`) against the baseline "
         f"**{baseline}** per seed, Holm's correction over the seed's comparisons (bootstrap, BLEU "
         "and chrF); across seeds, paired t-tests of the per-seed scores with Holm's correction "
@@ -348,7 +369,7 @@ def nmt_doc(out, smoke):
         by = {k: {r["system"]: r for r in v["rows"]} for k, v in m.items()}
         header_row = ["System", "Arch", "Params", "Epochs (best)", "Best valid loss", "BLEU"]
         header_row += ["chrF"] if "chrF" in m else []
-        header_row += ["tok-BLEU", "ΔBLEU", "p bs", "p ar", "p bs (Holm)"]
+        header_row += ["tok-BLEU", "Hyp/ref length", "ΔBLEU", "p bs", "p ar", "p bs (Holm)"]
         header_row += (
             ["ΔchrF", "p bs (chrF)", "p ar (chrF)", "p bs (chrF, Holm)"] if "chrF" in m else []
         )
@@ -370,6 +391,7 @@ def nmt_doc(out, smoke):
             if "chrF" in m:
                 row.append(f"{by['chrF'][r['name']]['score']:.2f}")
             row.append(f"{by['tok-BLEU'][r['name']]['score']:.2f}")
+            row.append(fmt(length_ratio(r["dir"]), "{:.3f}"))
             row += [fmt(b["delta"], "{:+.2f}"), fmt_p(b["p_bs"]), fmt_p(b["p_ar"])]
             row.append(fmt_p(holm_bs.get(("BLEU", r["name"]))))
             if "chrF" in m:
