@@ -24,7 +24,7 @@ import statistics
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .. import plot_curves
+from .. import plot_curves, seq_accuracy
 from . import study_stats
 from .runs import ExperimentError, Parser
 
@@ -132,14 +132,10 @@ def length_ratio(run_dir):
     outputs = sorted(Path(run_dir).glob("generate-*.txt"))
     if len(outputs) != 1:
         return None
-    hyp = ref = 0
     with open(outputs[0], encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            fields = line.rstrip("\n").split("\t")
-            if line.startswith("H-") and len(fields) == 3:
-                hyp += len(fields[2].split())
-            elif line.startswith("T-") and len(fields) == 2:
-                ref += len(fields[1].split())
+        hyps, refs, _ = seq_accuracy.parse_generate_output(fh)
+    hyp = sum(len(h.split()) for h in hyps.values())
+    ref = sum(len(r.split()) for r in refs.values())
     return hyp / ref if ref else None
 
 
