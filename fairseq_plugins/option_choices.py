@@ -31,6 +31,7 @@ PARENT_HEADS = ("absolute", "relative", "attention")  # --parent-head (tagging_t
 # --tagging-init (tagging_transformer), --seq2seq-init (variant_transformer): modules/keras_init.py
 LAYER_INITS = ("fairseq", "official")
 ATTENTION_INITS = ("pytorch", "module")  # --attention-init (contextual_retrieval_model)
+OUTPUT_PROJ_INITS = ("joint", "separate")  # --output-proj-init (contextual_retrieval_model)
 
 
 def unknown_choice(flag, value, choices):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Contextual Retrieval study (issue 27): multi-head attention at several head counts (S* and
+"""The Contextual Retrieval study: multi-head attention at several head counts (S* and
 S*R* among them) against compositional attention with S* searches and R* retrievals, at two
 widths, on the paper's three settings, i.i.d. and OoD, several seeds; every run is one
 fairseq-train process (--task contextual_retrieval) and one row of OUT/runs.csv; its validation
@@ -11,8 +11,9 @@ curve goes to OUT/curves.csv.
            specialisation figure into the document between its <!-- study:begin/end --> marks
 
 Protocols: --protocol budget (default: --updates 1500 at lr 1e-3, validation every 250 updates on
-50 batches of 256) or --protocol paper (the official: 100,000 updates, lr 1e-4, validation every
-5,000 updates on 100 batches). Batch 256 and Adam's defaults in both.
+50 batches of 256 fixed per seed) or --protocol paper (the authors': 100,000 updates, lr 1e-4,
+validation every 5,000 updates on 100 batches drawn afresh each time, --fresh-valid). Batch 256
+and Adam's defaults in both. An interrupted run resumes from its checkpoint_last.pt.
 
 Usage: scripts/study-retrieval.py run [--out DIR] [--protocol budget|paper] [--seeds 3]
            [--settings 2x4,4x8,4x16] [--modes iid,ood] [--widths 32,64] [--ood-widths 64]
@@ -42,7 +43,7 @@ PROG = "study-retrieval.py"
 PROTOCOLS = {
     # updates, lr, validation interval (updates), validation batches
     "budget": dict(updates=1500, lr="1e-3", interval=250, valid_batches=50),
-    "paper": dict(updates=100000, lr="1e-4", interval=5000, valid_batches=100),
+    "paper": dict(updates=100000, lr="1e-4", interval=5000, valid_batches=100, fresh_valid=True),
 }
 RUN_FIELDS = [
     "run", "setting", "mode", "model", "attention", "heads", "searches", "retrievals", "dim",
@@ -96,7 +97,7 @@ def train_command(run, protocol, save_dir):
         "--batch-size", "256", "--epoch-batches", str(p["interval"]),
         "--valid-batches", str(p["valid_batches"]), "--max-update", str(p["updates"]),
         "--seed", str(run["seed"]), "--cpu", "--num-workers", "0", "--save-dir", str(save_dir),
-        "--no-epoch-checkpoints", "--no-last-checkpoints", "--log-format", "simple",
+        "--no-epoch-checkpoints", "--log-format", "simple",
         "--log-interval", str(p["interval"]),
     ]  # fmt: skip
     if run["attention"] == "multihead":
@@ -104,7 +105,10 @@ def train_command(run, protocol, save_dir):
     else:
         cmd += ["--num-searches", str(run["searches"]), "--num-retrievals", str(run["retrievals"])]
     if run["mode"] == "ood":
-        cmd += ["--ood", "--valid-subset", "valid,ood"]
+        # held-out first: its loss picks checkpoint_best (the authors evaluate it alone)
+        cmd += ["--ood", "--valid-subset", "ood,valid" if p.get("fresh_valid") else "valid,ood"]
+    if p.get("fresh_valid"):
+        cmd += ["--fresh-valid"]
     return cmd
 
 
@@ -124,8 +128,11 @@ def run_one(run, protocol, out, lock):
     run_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     log_path = run_dir / "train.log"
-    start = time.time()
-    with open(log_path, "w") as log:
+    # A run cut short (session end, kill) resumes from its checkpoint_last.pt: the log is
+    # appended to, and each process's wall and CPU time is kept in its own segment file, updated
+    # while it runs, so the row's cost adds up every segment, including interrupted ones.
+    segment = run_dir / f"segment-{len(list(run_dir.glob('segment-*.json'))) + 1}.json"
+    with open(log_path, "a") as log:
         proc = subprocess.Popen(
             ["nice", "-n", "10", *train_command(run, protocol, run_dir)],
             stdout=log, stderr=subprocess.STDOUT, env=env, cwd=run_dir,
@@ -133,21 +140,22 @@ def run_one(run, protocol, out, lock):
             # process group, as each background experiment is, not as a share of ours
             start_new_session=True,
         )  # fmt: skip
-        _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.time() - start
+        status = wait_recording(proc.pid, segment)
     text = log_path.read_text()
     if os.waitstatus_to_exitcode(status) != 0:
         print(f"{PROG}: {run['run']} failed, see {log_path}", file=sys.stderr, flush=True)
         return
     params, curve = parse_log(text)
+    curve = list({(u, s): (u, s, v) for u, s, v in curve}.values())  # a resumed epoch: last wins
     last = {subset: l1 for _, subset, l1 in curve}  # the last validation of each subset
+    costs = [json.loads(p.read_text()) for p in run_dir.glob("segment-*.json")]
     row = dict(
         run=run["run"], setting=run["setting"], mode=run["mode"], model=run["model"],
         attention=run["attention"], heads=run.get("heads", ""), searches=run.get("searches", ""),
         retrievals=run.get("retrievals", ""), dim=run["dim"], params=params, seed=run["seed"],
         updates=protocol["updates"], lr=protocol["lr"], iid_l1=last.get("valid"),
-        ood_l1=last.get("ood", ""), wall_s=round(wall, 1),
-        cpu_s=round(usage.ru_utime + usage.ru_stime, 1),
+        ood_l1=last.get("ood", ""), wall_s=round(sum(c["wall_s"] for c in costs), 1),
+        cpu_s=round(sum(c["cpu_s"] for c in costs), 1),
     )  # fmt: skip
     with lock:
         append_rows(out / "curves.csv", CURVE_FIELDS, [
@@ -156,6 +164,32 @@ def run_one(run, protocol, out, lock):
         append_rows(out / "runs.csv", RUN_FIELDS, [row])
     print(f"{run['run']}: iid {row['iid_l1']} ood {row['ood_l1'] or '-'} params {params} "
           f"cpu {row['cpu_s']} s", flush=True)  # fmt: skip
+
+
+def wait_recording(pid, segment, every=10.0):
+    """Wait for process PID; meanwhile (every EVERY s) and at its end write its wall and CPU
+    seconds to SEGMENT. The wait status."""
+    start, ticks = time.time(), os.sysconf("SC_CLK_TCK")
+    written = 0.0
+    while True:
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if not done and time.time() - written < every:
+            time.sleep(0.5)
+            continue
+        written = time.time()
+        if done:
+            cpu = usage.ru_utime + usage.ru_stime
+        else:
+            try:  # utime and stime of /proc/PID/stat (fields 14, 15), after the command name
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                cpu = (int(fields[11]) + int(fields[12])) / ticks
+            except (OSError, IndexError, ValueError):
+                cpu = None
+        if cpu is not None:
+            cost = dict(wall_s=round(time.time() - start, 1), cpu_s=round(cpu, 1))
+            segment.write_text(json.dumps(cost) + "\n")
+        if done:
+            return status
 
 
 def append_rows(path, fieldnames, rows):

@@ -1,4 +1,4 @@
-"""The Contextual Retrieval Task (Mittal et al.; ../shared/CONTEXTUAL-RETRIEVAL.md): the generator
+"""The Contextual Retrieval Task (Mittal et al.; docs/contextual-retrieval-task.md): the generator
 against a plain re-statement of section 1, the model against a float64 re-statement of section 2,
 compositional attention forced to the identity pairing against multi-head attention, and
 fairseq-train / fairseq-validate end to end."""
@@ -15,6 +15,7 @@ from fairseq_plugins.data import contextual_retrieval as cr
 from fairseq_plugins.models.contextual_retrieval import (
     ContextualRetrievalModel,
     ContextualRetrievalModelConfig,
+    joint_output_init,
 )
 from fairseq_plugins.tasks.contextual_retrieval import (
     ContextualRetrievalConfig,
@@ -166,6 +167,32 @@ def test_batches_are_the_generators_and_fixed_by_the_seed():
     assert {tuple(p) for p in prefs} <= held_out
 
 
+def test_fresh_valid_draws_new_batches_at_every_validation():
+    """--fresh-valid (the authors' evaluation): batch b of the evaluation at training epoch e is
+    the generator's from (seed, split, e, b), new at every epoch; 'ood' keeps to held-out tuples."""
+    task = make_task(ood=True, fresh_valid=True)
+    for split in ("valid", "ood"):
+        task.load_dataset(split)
+    seen = {}
+    for epoch in (1, 2, 3):
+        task.begin_valid_epoch(epoch, model=None)
+        for split, stream in (("valid", 1), ("ood", 2)):
+            dataset = task.dataset(split)
+            for k in range(task.cfg.valid_batches):
+                got = dataset.collater([dataset[i] for i in range(k * 8, (k + 1) * 8)])
+                rng = np.random.RandomState([1, stream, epoch, k])
+                expected = cr.generate(rng, task.setting, 8, True, split == "ood")
+                torch.testing.assert_close(got["target"], torch.tensor(expected.targets).float())
+            seen[split, epoch] = got["target"]
+    assert not torch.equal(seen["valid", 1], seen["valid", 2])
+    assert not torch.equal(seen["ood", 2], seen["ood", 3])
+    fixed = make_task(ood=True)  # default: begin_valid_epoch does not change the fixed sets
+    first = batches(fixed, "valid")[0]["target"]
+    fixed.begin_valid_epoch(4, model=None)
+    dataset = fixed.dataset("valid")
+    assert torch.equal(dataset.collater([dataset[i] for i in range(8)])["target"], first)
+
+
 def test_task_errors_name_their_flag():
     with pytest.raises(PluginConfigError, match="^--batch-size is required"):
         make_task(batch_size=None)
@@ -304,6 +331,41 @@ def test_set_model_is_permutation_equivariant_and_batch_independent(attention_ty
     perm = torch.randperm(tokens.size(1))
     torch.testing.assert_close(model(tokens[:, perm]), out[:, perm], rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(model(tokens[2:3]), out[2:3], rtol=1e-5, atol=1e-6)
+
+
+def test_joint_output_init_is_the_authors_single_linear():
+    """joint_output_init draws [W_heads | W_oe] and b_o exactly as one nn.Linear over the
+    concatenated input under the same RNG state (the authors' W_o)."""
+    heads, extra = torch.nn.Linear(48, 64), torch.nn.Linear(16, 64, bias=False)
+    torch.manual_seed(5)
+    joint_output_init(heads, extra)
+    torch.manual_seed(5)
+    reference = torch.nn.Linear(64, 64)
+    torch.testing.assert_close(torch.cat([heads.weight, extra.weight], 1), reference.weight)
+    torch.testing.assert_close(heads.bias, reference.bias)
+
+
+@pytest.mark.parametrize(
+    "kwargs,fan_in",
+    [
+        (dict(attention_type="multihead", encoder_attention_heads=8), 64 + 8),
+        (dict(attention_type="compositional", num_searches=2, num_retrievals=4), 2 * 16 + 16),
+    ],
+)
+def test_output_projection_bounds_are_the_joint_linears_by_default(kwargs, fan_in):
+    """Default (joint): every entry of W_o, W_oe and b_o within 1/sqrt((S+1) d_v), the bound
+    reached (uniform draws); ``separate`` draws W_oe within 1/sqrt(d_v), wider."""
+    torch.manual_seed(0)
+    task = make_task()
+    bound = fan_in**-0.5
+    model = make_model(task, encoder_embed_dim=64, **kwargs)
+    parts = [model.attention.out_proj.weight, model.extra_value_out.weight]
+    parts.append(model.attention.out_proj.bias)
+    for part in parts:
+        assert part.abs().max() <= bound
+    assert torch.cat([p.flatten() for p in parts]).abs().max() > 0.99 * bound
+    separate = make_model(task, encoder_embed_dim=64, output_proj_init="separate", **kwargs)
+    assert separate.extra_value_out.weight.abs().max() > 1.5 * bound
 
 
 def test_model_errors_name_their_flag():

@@ -1,5 +1,5 @@
 """``contextual_retrieval_model``: the model of Mittal et al.'s Contextual Retrieval Task
-(../shared/CONTEXTUAL-RETRIEVAL.md section 2, the official ``model.py``), for the task of the same
+(docs/contextual-retrieval-task.md §2, the authors' model), for the task of the same
 name.
 
   h_i = W2 ReLU(W1 u_i + b1) + b2                     per-object encoder (in_dim -> d -> d)
@@ -17,7 +17,9 @@ value slot (d_r = d/h, or the retrieval value width d_v / R).
 Where the official code differs from the plugin's modules, the default follows the official:
 the retrieval query/key width is the search head width d/S (--retrieval-qk-dim overrides), and
 every Linear is initialised with PyTorch's default (--attention-init module keeps the attention
-module's own initialisation).
+module's own initialisation), the split output projection [W_heads | W_oe] and its bias as the
+authors' one Linear over the concatenation (--output-proj-init joint; ``separate`` draws each
+part for its own fan-in).
 """
 
 from dataclasses import dataclass, field, fields, make_dataclass
@@ -30,7 +32,7 @@ from fairseq.models import BaseFairseqModel, register_model
 
 from fairseq_plugins.modules.attention_registry import AttentionSpec, build_attention
 from fairseq_plugins.modules.compositional_attention import CompositionalAttention
-from fairseq_plugins.option_choices import ATTENTION_INITS
+from fairseq_plugins.option_choices import ATTENTION_INITS, OUTPUT_PROJ_INITS
 from fairseq_plugins.variant_config import VariantConfig, option, parse_options
 from plugin_tools.errors import PluginConfigError
 
@@ -62,6 +64,12 @@ class _RetrievalModelOptions(FairseqDataclass):
         "pytorch: every Linear with PyTorch's default (the official code); module: "
         "the attention module's own initialisation",
     )
+    output_proj_init: ChoiceEnum(OUTPUT_PROJ_INITS) = option(
+        "joint",
+        "with --attention-init pytorch: joint: W_o and W_oe drawn as the authors' ONE "
+        "Linear((heads + 1) slots, d) (bounds 1/sqrt of the joint fan-in); separate: each with "
+        "PyTorch's default for its own fan-in (wider bounds)",
+    )
 
 
 ContextualRetrievalModelConfig = make_dataclass(
@@ -86,6 +94,20 @@ def variant_options(cfg):
     return options
 
 
+def joint_output_init(heads_out, extra_out):
+    """W_o = [W_heads | W_oe] and b_o drawn as the authors' one ``nn.Linear(F, d)`` over the
+    concatenated [heads; e], F = heads_out.in_features + extra_out.in_features: weights and bias
+    within 1/sqrt(F), where two separate default Linears would use 1/sqrt of each part's own
+    fan-in. Draws one Linear (weight, then bias: PyTorch's order) and splits its columns."""
+    width = heads_out.in_features
+    joint = nn.Linear(width + extra_out.in_features, heads_out.out_features)
+    with torch.no_grad():
+        heads_out.weight.copy_(joint.weight[:, :width])
+        extra_out.weight.copy_(joint.weight[:, width:])
+        if heads_out.bias is not None:
+            heads_out.bias.copy_(joint.bias)
+
+
 @register_model("contextual_retrieval_model", dataclass=ContextualRetrievalModelConfig)
 class ContextualRetrievalModel(BaseFairseqModel):
     def __init__(self, cfg, in_dim, attention):
@@ -104,6 +126,8 @@ class ContextualRetrievalModel(BaseFairseqModel):
             for module in self.modules():
                 if isinstance(module, nn.Linear):
                     module.reset_parameters()
+            if self.extra_value_out is not None and cfg.output_proj_init == "joint":
+                joint_output_init(attention.out_proj, self.extra_value_out)
 
     @classmethod
     def build_model(cls, cfg, task):

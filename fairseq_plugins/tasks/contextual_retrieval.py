@@ -1,5 +1,5 @@
 """``contextual_retrieval``: the Contextual Retrieval Task of Mittal et al. (Compositional
-Attention, ICLR 2022; ../shared/CONTEXTUAL-RETRIEVAL.md), data generated on the fly.
+Attention, ICLR 2022; docs/contextual-retrieval-task.md), data generated on the fly.
 
 No data folder: every batch is drawn by ``fairseq_plugins/data/contextual_retrieval.py`` from a
 NumPy RandomState seeded with (--seed, split, epoch, batch number), so a seed gives the same batches
@@ -15,6 +15,11 @@ Splits:
           tuple from the held-out combinations (section 1.6)
 Validate both with ``--valid-subset valid,ood``. Batches have exactly ``--batch-size`` examples
 (the official 256).
+
+--fresh-valid: the authors' evaluation instead: ``valid`` and ``ood`` drawn afresh at every
+validation (batch b at training epoch e from (seed, split, e, b)), as the official loop draws 100
+new batches at each evaluation. With --ood the authors evaluate the held-out combinations only:
+``--valid-subset ood`` (or ``ood,valid``, so that the held-out loss picks checkpoint_best).
 """
 
 import logging
@@ -60,6 +65,13 @@ class ContextualRetrievalConfig(FairseqDataclass):
     )
     valid_batches: int = field(
         default=100, metadata={"help": "batches of the fixed 'valid' and 'ood' sets (official 100)"}
+    )
+    fresh_valid: bool = field(
+        default=False,
+        metadata={
+            "help": "draw the valid/ood batches afresh at every validation (the authors' "
+            "evaluation); default: the same batches every time, fixed per seed"
+        },
     )
     seed: int = II("common.seed")
     batch_size: Optional[int] = II("dataset.batch_size")
@@ -182,9 +194,17 @@ class ContextualRetrievalTask(FairseqTask):
             batch_size=self.cfg.batch_size,
             ood=self.cfg.ood,
             held_out=split == "ood",
-            epoch_fixed=not train,
+            epoch_fixed=not (train or self.cfg.fresh_valid),
         )
         self.datasets[split].set_epoch(epoch)
+
+    def begin_valid_epoch(self, epoch, model):
+        """Evaluation sets follow the training epoch, so that with --fresh-valid each validation
+        (fairseq validates at the end of each epoch of --epoch-batches) draws new batches;
+        without it the epoch is ignored (epoch_fixed)."""
+        for split in ("valid", "ood"):
+            if split in self.datasets:
+                self.datasets[split].set_epoch(epoch)
 
     def max_positions(self):
         return None
