@@ -2,15 +2,15 @@
 
 Each input token gets five tags: parent, role, category, noun_type (the noun determiner) and
 verb_name. The logical form (LF) is rebuilt from them deterministically. The rules follow the
-authors' generator (``cogs_seq_tagging_data_gen.ipynb``) as written down in
-/work/shared/OFFICIAL-ONTANON.md, section 1:
+authors' generator (``cogs_seq_tagging_data_gen.ipynb``) as described in
+docs/official-code.md O1 (section numbers below are that file's O1.x):
 
 - :func:`lf_to_tags` is the forward conversion of section 1.2, steps 1-7, in the code's order.
 - :func:`tags_to_lf` is the inverse, the generator's ``reconstruct_target`` (section 1.5).
 - :func:`encode_parents` / :func:`decode_parents` give the three parent encodings of section 1.4
   (absolute, relative, attention) as values; :func:`parent_classes` gives the official class
   indices.
-- :func:`tags_exact_match` is the official metric (section 2.4: all five rows equal);
+- :func:`tags_exact_match` is the official metric (O2.4: all five rows equal);
   :func:`lf_exact_match` rebuilds the LF from predicted rows and compares it with the COGS target.
 
 Tags are plain values: parent is the absolute index of the parent token (-1: none), the string
@@ -29,7 +29,7 @@ Choices where the notes are silent (each one is exercised by the round trip over
   (needed: 38 COGS examples have ``tv . nmod . P``).
 - ARG (the second argument of a role clause) is the token itself for a proper name, else
   ``x _ i``. The notes' test is "first letter upper case" only, which would print ``TV`` for a
-  TV that is a direct verb argument (their caveat 1.6); we use the same spelling rule as step 2
+  TV that is a direct verb argument (their caveat, O1.6); we use the same spelling rule as step 2
   (upper-case first letter, and not A / An / The / TV). On COGS both give the same LFs: no TV
   is a direct verb argument in train, dev, test or gen.
 - Primitive examples (``distribution == 'primitive'``, one token) get tags (step 1) but, as in
@@ -142,7 +142,7 @@ def _check(cond, msg):
 
 
 def lf_to_tags(tokens, lf, distribution="in_distribution"):
-    """Forward conversion (OFFICIAL-ONTANON.md 1.2): the five tag rows of one COGS example.
+    """Forward conversion (docs/official-code.md O1.2): the five tag rows of one COGS example.
 
     tokens: the sentence (string split on single spaces, or a list); lf: the COGS target.
     Raises TagError when the LF does not fit the representation.
@@ -233,7 +233,7 @@ def lf_to_tags(tokens, lf, distribution="in_distribution"):
 
 
 def tags_to_lf(tokens, tags):
-    """Inverse map (OFFICIAL-ONTANON.md 1.5, ``reconstruct_target``): the LF, COGS spacing.
+    """Inverse map (docs/official-code.md O1.5, ``reconstruct_target``): the LF, COGS spacing.
 
     Raises TagError when the rows cannot be read as an LF (lengths differ, a parent outside the
     sentence, a role clause whose parent has no verb name, ...).
@@ -289,7 +289,7 @@ def tags_to_lf(tokens, tags):
 
 
 def encode_parents(parents, kind):
-    """Parent values in one of the three encodings of OFFICIAL-ONTANON.md 1.4.
+    """Parent values in one of the three encodings of docs/official-code.md O1.4.
 
     absolute: the parent's index, -1 for none. relative: the offset p - i, 0 (the token itself)
     for none. attention: the parent's index, the token's own index for none.
@@ -320,7 +320,7 @@ def decode_parents(values, kind):
 
 
 def parent_classes(parents, kind, longest):
-    """Official class indices (1.4) for a sentence; longest = L, the longest sentence length.
+    """Official class indices (O1.4) for a sentence; longest = L, the longest sentence length.
 
     absolute: vocab [PAD, -1, 0, .., L-1], class p+2. relative: vocab [PAD, -(L-1), .., L-1],
     class (p-i)+L. attention: vocab [PAD, 0, .., L-1, L], class p+1 (itself for none).

@@ -16,7 +16,7 @@ generated here with a seeded RNG (same --seed, same files, byte for byte):
             ->  `true` if they intersect else `false`; each split exactly balanced
 
 The paper's `[END]` token is fairseq's end-of-sentence symbol, appended by fairseq itself, so
-it is not written. Padding and width follow /work/shared/METHOD.md section 2 (our reading of
+it is not written. Padding and width follow docs/method.md §2.8 (our reading of
 the official google-research notebook): Add pads with `0`, AddNeg with `#`.
 
 Splits (defaults: 200,000 train; valid = test size; 512 test for add/addneg, 1,024 otherwise):
@@ -44,8 +44,8 @@ plugin_tools/corpora.py finds: $FAIRSEQ_PLUGINS_DATA, ../shared/data or ./corpor
                          mcd2, mcd3, random_split, ...); not shipped here: --raw-dir DIR with the
                          published dataset.json and splits/SPLIT.json (see load_cfq)
 
-Options of the official generators (google-research seq2seq.ipynb, /work/shared/OFFICIAL-ONTANON.md
-section 4). The paper's runs use none of them; each is off by default, and the default output is
+Options of the official generators (google-research seq2seq.ipynb, docs/official-code.md
+O4). The paper's runs use none of them; each is off by default, and the default output is
 unchanged byte for byte. Each refuses the tasks it does not apply to.
   --alignment-tokens     add, addneg: every token of a (padded, 12-token) operand is followed by a
                          position marker P<k>, k counting down from 12 to 1:
@@ -98,7 +98,7 @@ from plugin_tools import cfq_im, cogs_tags, corpora
 
 ALGORITHMIC = ("add", "addneg", "reverse", "dup", "cart", "inters")
 SMALL = {"train": 1000, "valid": 100, "test": 100}
-WIDTH = 12  # operand and result width of add / addneg (METHOD.md section 2)
+WIDTH = 12  # operand and result width of add / addneg (docs/method.md §2.8)
 DIGITS = [str(d) for d in range(10)]
 LETTERS = list("abcdefghij")
 INTERS_VOCAB = [f"{c}{d}" for c in LETTERS for d in range(10)]  # a0 .. j9
@@ -696,7 +696,7 @@ def main(argv=None):
     extra = {}
     if task in ALGORITHMIC:
         splits, cats, eval_split = generate(task, counts, args.seed, options), {}, "test"
-        source = "generated (Ontañón et al. 2021 formats, METHOD.md section 2)"
+        source = "generated (Ontañón et al. 2021 formats, docs/method.md §2.8)"
     else:
         if task.startswith("scan-"):
             name = "scan"

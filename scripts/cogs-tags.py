@@ -2,8 +2,8 @@
 """Convert COGS tsv files into the sequence-tagging files of Ontañón et al. (2022), or check the
 round trip logical form -> five tag rows -> logical form.
 
-Rules: plugin_tools/cogs_tags.py (the authors' generator, /work/shared/OFFICIAL-ONTANON.md
-section 1). Each INPUT is PATH or SPLIT=PATH (a COGS tsv: sentence, logical form, distribution;
+Rules: plugin_tools/cogs_tags.py (the authors' generator, docs/official-code.md
+O1). Each INPUT is PATH or SPLIT=PATH (a COGS tsv: sentence, logical form, distribution;
 `.gz` is read as gzip); the split name defaults to the file name without `.tsv`/`.gz`. With no
 INPUT: train, valid (dev.tsv), test and gen (gen.tsv.gz or gen.tsv) of --raw-dir.
 

@@ -1,5 +1,5 @@
 """Retrieval specialisation of a compositional Contextual Retrieval model (Mittal et al., Figure 11;
-../shared/CONTEXTUAL-RETRIEVAL.md section 5).
+docs/contextual-retrieval-task.md §5).
 
 For one example of the evaluation data: the value scores c_{i,s,r} of every object (columns) for
 every model search s and retrieval r (rows), under the ground-truth retrieval-preference one-hots

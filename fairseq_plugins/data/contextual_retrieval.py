@@ -1,5 +1,5 @@
 """The Contextual Retrieval Task of Mittal et al. (Compositional Attention, ICLR 2022), the data
-side: ../shared/CONTEXTUAL-RETRIEVAL.md section 1, which follows the official
+side: docs/contextual-retrieval-task.md §1, which follows the official
 ``Contextual_Retrieval_Task/data.py``.
 
 An example is a set of n objects. Object i has S* search features x_i, R* retrieval features z_i
@@ -8,7 +8,7 @@ other object nearest in feature s, j_s(i) = argmin_{j != i} |x_{j,s} - x_{i,s}|,
 y_i = sum_s alpha_s z_{j_s(i), rho_{i,s}} with the official fixed coefficients alpha. The model
 sees u_i = [x_i, z_i, onehot(rho_{i,0}), ..., onehot(rho_{i,S*-1})].
 
-Random draws follow the official order (section 1.7), so with ``np.random.RandomState(seed)`` a
+Random draws follow the official order (§1.7), so with ``np.random.RandomState(seed)`` a
 batch equals the official ``dataset(...)`` / ``dataset_ood(...)`` after ``np.random.seed(seed)``,
 bit for bit: i.i.d. ``randn(B, n, S*+R*)`` then ``choice(R*, B*n*S*)``; OoD ``randn`` then
 ``choice(|train|, B*n)`` then ``choice(|test|, B*n)`` (both index draws, whichever split is asked).

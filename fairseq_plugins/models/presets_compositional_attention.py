@@ -5,7 +5,7 @@ Each ``X`` uses compositional attention in every attention (S = R = heads unless
 ``X_baseline`` has the same shapes with fairseq's multi-head attention, so a comparison is one
 flag (``--attention-type``) or one preset name.
 
-Paper's LM setting (WikiText-103, METHOD.md section 1): 6 shared pre-norm decoder layers, d=512,
+Paper's LM setting (WikiText-103, docs/method.md §7): 6 shared pre-norm decoder layers, d=512,
 ffn 2048, S=R=8, d_s=32, tied input/output embeddings (``compositional_transformer_lm*``; sharing
 can be turned off with ``--no-share-decoder-layers``; fairseq makes every LM pre-norm).
 """

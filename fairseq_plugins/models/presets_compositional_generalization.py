@@ -8,12 +8,13 @@ the paper's table rows.
   and its shared-layer twin ``compgen_comp_rel2_eb_cs``.
 - Positions on the small 2-layer model: ``compgen_abs``, ``compgen_rel_{e,b,eb}`` (self-attention)
   and ``compgen_rel2_{e,b,eb}`` (also decoder-to-encoder), each with ``_c`` for the copy decoder.
-- Issue 26, on the small 2-layer model with the copy decoder: ``compgen_{alibi,t5,rope}_c``
+- Position schemes and the Neural Data Router (docs/method.md §5, §6), on the small 2-layer
+  model with the copy decoder: ``compgen_{alibi,t5,rope}_c``
   (the scheme in encoder and decoder self-attention), ``compgen_comp_{alibi,t5,rope}_c`` (the
   same with compositional attention everywhere), ``compgen_rel_eb_nope_c`` (NoPE decoder, rel-eb
   encoder) and ``compgen_ndr_c`` (Neural Data Router encoder, 4 shared layers; rel2-eb decoder).
 - COGS as sequence tagging (section 4.5.1, Table 5; the encoder-only ``tagging_transformer``,
-  OFFICIAL-ONTANON.md section 2): ``cogs_tagging_base`` (the notebook's "base": small-2,
+  docs/official-code.md O2): ``cogs_tagging_base`` (the notebook's "base": small-2,
   sinusoidal absolute positions, absolute parent head), ``cogs_tagging_rel_eb`` and
   ``cogs_tagging_rel_eb_s`` (rel-eb small-2 and small-2s with the absolute parent head: not
   columns of Table 5, which has abs small-2 and rel-eb small-2s with the attention head; they
@@ -97,7 +98,7 @@ _register(
 )
 
 
-# Issue 26: the position schemes of the length-generalisation literature and the Neural Data Router
+# The position schemes of the length-generalisation literature and the Neural Data Router
 # on the small-2 model, each with the copy decoder (as the best seed row, rel2-eb-c).
 for _scheme in ("alibi", "t5", "rope"):
     _register(f"compgen_{_scheme}_c", "small", 2, rel_pos=_scheme, copy=True)

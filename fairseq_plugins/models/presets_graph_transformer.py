@@ -1,4 +1,4 @@
-"""Graph-Transformer presets (Duan and Zhao; our reading of the paper, see METHOD.md section 3):
+"""Graph-Transformer presets (Duan and Zhao; our reading of the paper, see docs/method.md §3):
 multi-order-graph encoder layers from layer 2 on, fairseq's standard decoder.
 Fusion (``--graph-fusion``, default weight-gate) and ``--graph-half-dim`` stay options.
 """

@@ -2,7 +2,7 @@
 Transformer with five heads that tag every input token (parent, role, category, noun determiner,
 verb name); the logical form is rebuilt from the tags (``plugin_tools/cogs_tags.py``).
 
-The official model (``cogs_tagging.ipynb``, /work/shared/OFFICIAL-ONTANON.md section 2):
+The official model (``cogs_tagging.ipynb``, docs/official-code.md O2):
 
 - the encoder is :class:`VariantTransformerEncoder`, so relative positions, compositional
   attention, layer sharing and graph layers combine with tagging; post-norm, embeddings scaled by

@@ -1,4 +1,4 @@
-"""The CPU band kernels of relative-position attention (rel-e, rel-b, rel-eb; METHOD.md section 2):
+"""The CPU band kernels of relative-position attention (rel-e, rel-b, rel-eb; docs/method.md §2.4):
 autograd functions and the strided views they work on. No module state here: the attention paths
 that call them are in ``attend.py``, the position tables in ``relative_positions.py``.
 

@@ -1,4 +1,4 @@
-"""Copy decoder output (METHOD.md section 2; Ontañón et al. 2022).
+"""Copy decoder output (docs/method.md §2.5; Ontañón et al. 2022).
 
 p_vocab = softmax(W y_i); p_copy from one single-head attention whose query is W_c y_i, keys the
 last encoder layer's outputs (no projection), scale 1/sqrt(d), values the one-hot source tokens
@@ -7,7 +7,8 @@ The official code does not mask source padding; we do. The decoder's output is l
 its normalisation passes it through, so fairseq's beam search and criteria work unchanged.
 Computed in at least float32 (as fairseq normalises its outputs), never below the input dtype.
 
-Second copy decoder (the official ``COPY_DECODER2``, OFFICIAL-ONTANON.md section 3), chosen by
+Second copy decoder (the official ``COPY_DECODER2``; docs/official-code.md O3, docs/method.md
+§2.6), chosen by
 ``--copy-projection``: the copy distribution is remapped V -> V and re-normalised before the mix,
 p_copy' = softmax(Dense_V(p_copy)) (``full``) or softmax(Dense_V(Dense_r(p_copy))) (``low-rank``,
 linear-linear with biases and no activation, r = ``--copy-projection-dim``, default the decoder

@@ -1,4 +1,4 @@
-"""Graph-Transformer encoder (Duan and Zhao, arXiv 2101.06397), as METHOD.md section 3 reads
+"""Graph-Transformer encoder (Duan and Zhao, arXiv 2101.06397), as docs/method.md §3 reads
 it. The paper's equations were lost and no public code exists: this is our reading.
 
 Layer i >= 2 gets the previous representation P = X_(i-2) and the incremental one

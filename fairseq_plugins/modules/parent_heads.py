@@ -1,9 +1,9 @@
 """The parent head of the COGS tagging model (Ontañón et al. 2022, section 4.5.1; the official
-``cogs_tagging.ipynb``, /work/shared/OFFICIAL-ONTANON.md sections 1.4 and 2.2).
+``cogs_tagging.ipynb``, docs/official-code.md O1.4 and O2.2).
 
 Every head maps the encoder output H (B, T, d) to logits (B, T, C) over parent classes, turns gold
 absolute parents (-1: none) into class targets and predicted classes back into absolute parents.
-Classes are the official ones (1.4):
+Classes are the official ones (O1.4):
 
 - ``absolute``: one Linear(d, L + 2); class 0 is the padding class, class p + 2 the parent p
   (class 1: no parent).

@@ -1,4 +1,5 @@
-"""Relative positions as an additive attention bias (rel-e, rel-b, rel-eb; METHOD.md section 2).
+"""Relative positions as an additive attention bias (rel-e, rel-b, rel-eb;
+docs/method.md §2.1-2.4).
 
 Label of query position i and key position j: ``k + clip(i - j, -k, k)`` with radius k.
 rel-e adds ``q_i . E[label]`` (one table of 2k+1 vectors of the head dim, shared by the heads),

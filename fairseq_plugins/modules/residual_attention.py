@@ -1,5 +1,5 @@
 """RealFormer residual attention, as the official ``seq2seq.ipynb`` of Ontañón et al. has it
-(../shared/OFFICIAL-EXTRAS.md A1; ``--realformer``).
+(docs/official-code.md A1, docs/method.md §2.11; ``--realformer``).
 
 Each attention stream carries its pre-softmax logits from layer to layer: layer l attends with
 
