@@ -1,4 +1,4 @@
-"""The float64 re-statement of compositional attention (METHOD.md section 1) that the attention
+"""The float64 re-statement of compositional attention (docs/method.md §1) that the attention
 and official-parity tests compare the module against, a small module of it, and deterministic
 Gumbel noise for comparing the Gumbel option with it."""
 
@@ -17,7 +17,7 @@ def reference(m, query, key, key_padding_mask=None, attn_mask=None, noise=None):
     options: retrieval query from the search query (q-compose), learned keys (dot or a network on
     [q_i ; key_j]), Gumbel noise ``noise`` (B, S, Tq, R) added to the value-score logits in
     training (and at evaluation with gumbel_in_eval). Only the dot scorers divide the retrieval
-    query by sqrt(d_s) (OFFICIAL-EXTRAS.md A3.4), and legacy mlp modules (before issue 23)."""
+    query by sqrt(d_s) (docs/official-code.md A3.4), and legacy mlp modules (older checkpoints)."""
     S, R, dh, dv, ds = (
         m.num_searches,
         m.num_retrievals,

@@ -1,6 +1,6 @@
 """plugin_tools/cogs_tags.py and scripts/cogs-tags.py: the worked examples of
-/work/shared/OFFICIAL-ONTANON.md section 1.7, the parent encodings, the two metrics, and the exact
-round trip LF -> tags -> LF over every example of the COGS files in ../shared/data/cogs."""
+docs/official-code.md O1.7, the parent encodings, the two metrics, and the exact round trip
+LF -> tags -> LF over every example of the COGS corpus (found by plugin_tools/corpora.py)."""
 
 import subprocess
 import sys

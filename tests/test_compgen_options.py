@@ -1,4 +1,4 @@
-"""scripts/compgen-data.py: the options of the official generators (OFFICIAL-ONTANON.md section 4)
+"""scripts/compgen-data.py: the options of the official generators (docs/official-code.md O4)
 on small seeded samples, and the CFQ loader on a hand-written sample in the release's format."""
 
 import json

@@ -1,4 +1,4 @@
-"""Compositional attention against an independent re-statement of METHOD.md section 1."""
+"""Compositional attention against an independent re-statement of docs/method.md §1."""
 
 import math
 
@@ -22,15 +22,15 @@ CONFIGS = [
     dict(num_searches=4, num_retrievals=2, scoring="mlp"),  # default: hidden layer of width d_s
     dict(num_searches=4, num_retrievals=2, scoring="mlp", mlp_hidden=8, attn_dim=16),
 ]
-# The official options (issue 12): learned keys, retrieval query from the search query, linear MLP.
+# The official options: learned keys, retrieval query from the search query, linear MLP.
 OPTION_CONFIGS = [
     dict(num_searches=4, num_retrievals=2, scoring="learned-key"),
     dict(num_searches=2, num_retrievals=4, scoring="learned-key", query_from_search=True),
     dict(num_searches=4, num_retrievals=2, scoring="dot", query_from_search=True),
     dict(num_searches=4, num_retrievals=4, scoring="mlp", query_from_search=True, attn_dim=16),
     dict(num_searches=4, num_retrievals=2, scoring="mlp", mlp_hidden=0),
-    # issue 23: the learned-key network (official _func module without --qk-rule), the mlp
-    # scorer of models saved before issue 23 (query / sqrt(d_s))
+    # the learned-key network (official _func module without --qk-rule), the mlp scorer of
+    # older checkpoints (query / sqrt(d_s))
     dict(num_searches=4, num_retrievals=2, scoring="learned-key-mlp"),
     dict(num_searches=2, num_retrievals=4, scoring="learned-key-mlp", query_from_search=True),
     dict(num_searches=4, num_retrievals=2, scoring="learned-key-mlp", mlp_hidden=0),
@@ -287,7 +287,7 @@ def test_float64_module_stays_float64():
         torch.testing.assert_close(out, reference(m, x, x), atol=1e-12, rtol=1e-12)
 
 
-# -- the official options (issue 12) ----------------------------------------------------------
+# -- the official options ----------------------------------------------------------
 SCORINGS = ["dot", "mlp", "learned-key", "learned-key-mlp"]
 
 

@@ -1,4 +1,4 @@
-"""Copy decoder (METHOD.md section 2): the mixture is a distribution, the copy part is the
+"""Copy decoder (docs/method.md §2.5): the mixture is a distribution, the copy part is the
 attention mass scattered onto source tokens, and padding is masked."""
 
 import math

@@ -1,4 +1,4 @@
-"""Second copy decoder (official COPY_DECODER2, OFFICIAL-ONTANON.md section 3): the copy
+"""Second copy decoder (official COPY_DECODER2, docs/official-code.md O3): the copy
 distribution is mapped V -> V (full, or low rank through r) and soft-maxed before the mix."""
 
 import math

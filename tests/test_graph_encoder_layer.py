@@ -1,4 +1,4 @@
-"""Graph-Transformer encoder layer against a re-statement of METHOD.md section 3."""
+"""Graph-Transformer encoder layer against a re-statement of docs/method.md §3."""
 
 import math
 

@@ -1,5 +1,5 @@
-"""Issue 23: what the float64 comparison with the authors' code cannot see, against
-../shared/OFFICIAL-EXTRAS.md: initialisation (A2.4, A3.3), the scorers' query scaling (A3.4), the
+"""What the float64 comparison with the authors' code cannot see, against
+docs/official-code.md: initialisation (A2.4, A3.3), the scorers' query scaling (A3.4), the
 learned-key network (A2.2), Gumbel noise at evaluation (A3.5), and old checkpoints keeping the
 query scaling they were trained with."""
 
@@ -128,7 +128,7 @@ def test_the_mlp_query_path_starts_at_the_official_size():
 # -- scores against a plain re-statement of the official scorers (float64) --------------------
 def official_value_scores(m, x):
     """The official CA (mlp, value first) and CAF (learned keys, query first) scorers, written
-    out from OFFICIAL-EXTRAS.md A2.2 / A3.2 for self-attention without a mask: (B, S, T, R)."""
+    out from docs/official-code.md A2.2 / A3.2 for self-attention without a mask: (B, S, T, R)."""
     S, dh, dv, ds = m.num_searches, m.head_dim, m.value_dim, m.retrieval_qk_dim
     X = x.transpose(0, 1)  # (B, T, E)
     q = (X @ m.q_proj.weight.T + m.q_proj.bias) / math.sqrt(dh)  # the in-place q scaling
@@ -277,7 +277,7 @@ def test_gumbel_in_eval_needs_gumbel():
 
 
 # -- old checkpoints keep the query scaling they were trained with -------------------------------
-def test_mlp_state_saved_before_issue_23_loads_with_the_scaled_query():
+def test_mlp_state_saved_without_the_flag_loads_with_the_scaled_query():
     torch.manual_seed(6)
     old = make(num_searches=4, num_retrievals=2, scoring="mlp", legacy_mlp_query_scaling=True)
     state = {k: v for k, v in old.state_dict().items() if k != "mlp_query_scaled"}  # as saved then
@@ -297,7 +297,7 @@ def test_mlp_state_saved_before_issue_23_loads_with_the_scaled_query():
 
 
 def test_legacy_mlp_checkpoint_loads_with_the_scaled_query():
-    """The fixture trained with the mlp scorer before issue 23 (d_s = 32) loads scaled;
+    """The fixture trained with the scaled mlp scorer (d_s = 32) loads scaled;
     tests/test_legacy_checkpoints.py checks that it decodes exactly as it did."""
     from fairseq import checkpoint_utils
 

@@ -1,4 +1,4 @@
-"""RealFormer residual attention (--realformer, ../shared/OFFICIAL-EXTRAS.md A1): a re-statement of
+"""RealFormer residual attention (--realformer, docs/official-code.md A1): a re-statement of
 the official arithmetic in float64, incremental decoding == full forward (the notebook has no
 incremental decoder), padding invariance, three independent carries, fairseq's CLI tools."""
 

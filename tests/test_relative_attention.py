@@ -1,5 +1,5 @@
-"""Relative-position attention (rel-e, rel-b, rel-eb, rel2) against a re-statement of METHOD.md
-section 2, incremental decoding, clipping, and coincidence with fairseq's MultiheadAttention."""
+"""Relative-position attention (rel-e, rel-b, rel-eb, rel2) against a re-statement of docs/method.md
+§2, incremental decoding, clipping, and coincidence with fairseq's MultiheadAttention."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Compositional Attention (Mittal et al., ICLR 2022), exactly as METHOD.md section 1 states it.
+"""Compositional Attention (Mittal et al., ICLR 2022), exactly as docs/method.md §1 states it.
 
 S searches pick, per token, a soft mixture of R retrievals:
   A_i = softmax(Q_i K_i^T / sqrt(d_h) + mask)            searches, i = 1..S
@@ -14,7 +14,7 @@ The retrieval key is folded into the query, ``q_i . (O_ij W_rk + b) = O_ij . (q_
 so the (..., R, d_s) key tensor is never built. No Python loop over searches or retrievals.
 
 Options of the official implementation (official fairseq fork, ``compositional_attention.py`` and
-``compositional_attention_func.py``; ../shared/OFFICIAL-EXTRAS.md A2-A3, the README's Method choices):
+``compositional_attention_func.py``; docs/official-code.md A2-A3, docs/method.md §1.7-1.10):
   scoring "mlp"           c_ij = softmax_j(MLP([O_ij ; q_i])) on the unscaled q_i (only the dot
                           scorers divide by sqrt(d_s)); with no hidden layer q_i's term is the same
                           for every j and cancels in the softmax (the official code alike), so the
@@ -34,13 +34,14 @@ Options of the official implementation (official fairseq fork, ``compositional_a
                           only, plain softmax at evaluation and decoding (deterministic metrics).
                           gumbel_in_eval: noise at evaluation and generation too, fresh at every
                           forward and decoding step, which is what the official module does.
-Initialisation as the official module (OFFICIAL-EXTRAS.md A2.4, A3.3): Xavier-uniform on the
+Initialisation as the official module (docs/official-code.md A2.4, A3.3): Xavier-uniform on the
 retrieval query projection with gain 1/sqrt(2) for the dot scorers and 1 for the MLP / linear
 scorers; gain 1/sqrt(2) on the retrieval key projection, 1 on the score networks; the learned keys
 as the official (1, 1, 1, R, d_s) tensor: std 1/sqrt(2 R d_s) (dot), 1/sqrt(R d_s) (MLP / linear).
-legacy_mlp_query_scaling: the mlp scorer's query divided by sqrt(d_s), as this plugin did before
-issue 23. An mlp module stores which in its state (buffer ``mlp_query_scaled``); a state saved
-before issue 23 has none and loads as scaled, so old checkpoints decode as they did.
+legacy_mlp_query_scaling: the mlp scorer's query divided by sqrt(d_s), as older checkpoints (saved
+before the ``mlp_query_scaled`` buffer existed) were trained. An mlp module stores which in its
+state (buffer ``mlp_query_scaled``); an older state has none and loads as scaled, so such
+checkpoints decode as they did (docs/method.md §1.12).
 """
 
 import math
@@ -132,7 +133,7 @@ class CompositionalAttention(BiasedAttention):
         self.gumbel_temperature = float(gumbel_temperature)
         self.gumbel_in_eval = gumbel_in_eval
         # 1/sqrt(d_s) on the retrieval query: the dot scorers (the official), and the mlp scorer
-        # of models saved before issue 23 (kept in the state: see _load_from_state_dict).
+        # of older models, saved without the flag (kept in the state: see _load_from_state_dict).
         if scoring == "mlp":
             # An integer (1: scaled), so that fairseq's checkpoint averaging keeps it.
             scaled = torch.tensor(int(legacy_mlp_query_scaling))
@@ -175,7 +176,7 @@ class CompositionalAttention(BiasedAttention):
 
     def reset_parameters(self):
         """fairseq's initialisation of q/k/v/out; the retrieval parts as the official module
-        (OFFICIAL-EXTRAS.md A2.4, A3.3): Xavier-uniform, gain 1/sqrt(2) with the dot scorers and
+        (docs/official-code.md A2.4, A3.3): Xavier-uniform, gain 1/sqrt(2) with the dot scorers and
         1 with the MLP / linear ones on the retrieval query projection, 1/sqrt(2) on the retrieval
         key projection, 1 on the score networks; biases keep PyTorch's default."""
         super().reset_parameters()
@@ -197,8 +198,8 @@ class CompositionalAttention(BiasedAttention):
         self.retrieval_query_scaling = self.retrieval_qk_dim**-0.5 if scaled else 1.0
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        """An mlp module's state without ``mlp_query_scaled`` was saved before issue 23, when the
-        mlp scorer divided its query by sqrt(d_s): it loads with that scaling. (A Python attribute
+        """An mlp module's state without ``mlp_query_scaled`` is an older checkpoint's, trained
+        with the mlp scorer's query divided by sqrt(d_s): it loads with that scaling. (A Python attribute
         then, read once here, not a tensor read at every forward.)"""
         if self.scoring == "mlp":
             key = prefix + "mlp_query_scaled"
