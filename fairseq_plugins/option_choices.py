@@ -19,7 +19,7 @@ LEARNED_KEY_SCORINGS = ("learned-key", "learned-key-mlp")
 MLP_SCORINGS = ("mlp", "learned-key-mlp")
 
 # --rel-pos (and --encoder-rel-pos, --decoder-rel-pos): the seed papers' relative positions, then
-# the position schemes of issue 26.
+# the position schemes of the length-generalisation literature (docs/method.md §5).
 REL_POS_MODES = ("none", "e", "b", "eb")
 POSITION_SCHEMES = ("alibi", "t5", "rope", "nope")
 ALL_REL_POS_MODES = REL_POS_MODES + POSITION_SCHEMES

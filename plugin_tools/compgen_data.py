@@ -30,7 +30,7 @@ plugin_tools/corpora.py finds: $FAIRSEQ_PLUGINS_DATA, ../shared/data or ./corpor
   scan-length            SCAN length split (Lake & Baroni 2018); valid held out of the train file
   scan-addjump           SCAN add-primitive "jump" split; the test file
                          (add_prim_split/tasks_test_addprim_jump.txt) is held out of the shipped
-                         copy (see its SOURCE.md): without it only train/valid are written
+                         copy: without it only train/valid are written
   scan-length-cutoff-N   Csordas et al. (2021) resplit of tasks.txt by output length, N in 22..40:
                          outputs of <= N actions go 90/10 to train/valid (the i.i.d. test),
                          longer ones to test

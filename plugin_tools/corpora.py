@@ -8,7 +8,7 @@ scripts through ``python3 plugin_tools/corpora.py path NAME``), per corpus:
 3. ``./corpora/NAME`` inside the checkout (git-ignored), which ``scripts/get-corpora.sh`` fills.
 
 A corpus counts as found in the first of these folders that holds all its data files. Fetching
-downloads the public originals (the same commits as the SOURCE.md notes of ../shared/data) into
+downloads the public originals (at the commits pinned in ``CORPORA`` below) into
 ``$FAIRSEQ_PLUGINS_DATA`` or ``./corpora``, in the same layout, checking the size and sha256 of
 every file's content (unpacked for .gz). ``FAIRSEQ_PLUGINS_CORPORA_URL`` replaces the host
 ``https://raw.githubusercontent.com`` (a mirror; the tests point it at a local server).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Part 3 of the demo (issue 27): the Contextual Retrieval Task of Mittal et al., the task compositional
+# Part 3 of the demo: the Contextual Retrieval Task of Mittal et al., the task compositional
 # attention is built for. Multi-head and compositional attention trained side by side (one core each)
 # on the 2x4 setting; prints their L1 on the same fixed evaluation set.
 set -euo pipefail

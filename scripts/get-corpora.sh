@@ -7,7 +7,7 @@ usage() {
 Usage: bash scripts/get-corpora.sh [--dest DIR] [--timeout SECONDS] [CORPUS...]
 
 Downloads the public originals of CORPUS (multi30k, wikitext-2, scan, cogs; default all) from
-GitHub at the pinned commits of ../shared/data/*/SOURCE.md, in the same layout (multi30k/*.gz,
+GitHub at pinned commits (plugin_tools/corpora.py), in the layout the tools read (multi30k/*.gz,
 wikitext-2/{train.txt.gz,valid.txt,test.txt}, scan/..., cogs/...), and checks the size and sha256
 of every file. Files already present and verified are skipped, so it is safe to run again.
 

@@ -1,4 +1,4 @@
-"""The plugin's structure, as issue 11 set it: options parsed once per model, one attention registry,
+"""The plugin's structure: options parsed once per model, one attention registry,
 quantization noise reaching our attention modules, fairseq patches applied only on the pinned
 fairseq version."""
 
@@ -91,7 +91,7 @@ def test_patches_only_on_the_pinned_fairseq():
     ]
 
 
-# -- issue 25: the front door --------------------------------------------------------------------
+# -- the front door --------------------------------------------------------------------
 PYTHON_FILES = [
     p
     for folder in ("fairseq_plugins", "plugin_tools", "scripts", "tests", "benchmarks")

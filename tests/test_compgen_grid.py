@@ -52,7 +52,7 @@ def test_plan_order_seed_rounds_and_done_cells(tmp_path):
         if line.startswith("  ") and "seed " in line
     ]
     # 7 rows x 9 seq2seq columns (16 row-seeds) + the tagging column without the two rel2 rows,
-    # + the 7 issue-26 rows (6 and their baseline rel-eb-c) on their 6 columns, 2 seeds each
+    # + the 7 position-scheme rows (6 and their baseline rel-eb-c) on their 6 columns, 2 seeds each
     assert len(cells) == load_report().plan_total() == 16 * 9 + 12 + 7 * 6 * 2 == 240
     new_rows = {c[4] for c in cells} - {
         "compgen_abs",
@@ -216,7 +216,7 @@ def test_two_grids_on_one_out_share_the_cells(tmp_path):
     assert [g.returncode for g in grids] == [0, 0], errs
     ran = [line.split() for line in log.read_text().splitlines()]
     cells = [tuple(r[:3]) for r in ran]
-    # 7 rows, 16 row-seeds, + 7 issue-26 rows of 2 seeds, on 2 columns
+    # 7 rows, 16 row-seeds, + 7 position-scheme rows of 2 seeds, on 2 columns
     assert len(cells) == len(set(cells)) == 2 * (16 + 14)
     assert len({r[3] for r in ran}) == 2  # both grids ran cells
     with open(results, newline="") as f:
@@ -388,9 +388,9 @@ def test_comparison_with_rel2_eb_c():
 
 
 def test_new_rows_against_their_one_factor_baselines():
-    """Issue 26's table: each new row paired by seed with the baseline SCHEME_BASELINES names,
-    only on seeds both have; with 2 seeds the t-interval (t = 12.7) rarely excludes 0, and with 1
-    seed there is none."""
+    """The position-scheme table: each new row paired by seed with the baseline
+    SCHEME_BASELINES names, only on seeds both have; with 2 seeds the t-interval (t = 12.7)
+    rarely excludes 0, and with 1 seed there is none."""
     report = load_report()
 
     def row(preset, task, seed, acc, cpu=10.0):
@@ -418,7 +418,7 @@ def test_new_rows_against_their_one_factor_baselines():
 
 
 def test_paper_budget_plan_blocks_and_commands(tmp_path):
-    """--budget paper: the authors' epochs per column, the issue's blocks in order (all seeds of
+    """--budget paper: the authors' epochs per column, the planned blocks in order (all seeds of
     a block before the next), the final checkpoint reported; the short grid is unchanged."""
     proc = run(
         ["bash", GRID, "--budget", "paper", "--list", "--out", tmp_path]

@@ -1,6 +1,6 @@
 """Checkpoints written by earlier versions of the plugin still load and decode exactly the same.
 
-tests/fixtures/legacy-0.1 holds tiny checkpoints made before the architecture change of issue 11
+tests/fixtures/legacy-0.1 holds tiny checkpoints made by an earlier version of the plugin
 (README there says how), with what fairseq-generate and fairseq-eval-lm printed for them then, on
 another machine. Sources, references, hypotheses and words must come out exactly; scores,
 log-probabilities, loss and perplexity within a relative 1e-5 (plus one unit in the last printed

@@ -61,7 +61,7 @@ def test_score_translation_counts_exact_matches_without_torch_or_fairseq(tmp_pat
 
 def test_one_tag_error_class(monkeypatch):
     """The COGS task, the data generator and the cogs-tags script share plugin_tools.cogs_tags
-    (they used to load private copies by path: two TagError classes, one uncatchable as the
+    (one TagError class: private copies loaded by path would make two, one uncatchable as the
     other)."""
     from fairseq_plugins.tasks import cogs_tagging
     from plugin_tools import cogs_tags, compgen_data

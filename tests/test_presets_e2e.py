@@ -31,7 +31,7 @@ PRESETS = [
     ("compgen_rel2_eb_c", [], 4),
     ("compgen_rel2_eb_c", ["--seq2seq-init", "official"], 4),  # the notebook's Keras init
     ("compgen_small_4s", ["--attention-type", "compositional", "--rel-pos", "e"], 4),
-    (  # the official options of issue 12 (Gumbel noise in training, plain softmax in decoding)
+    (  # the official options (Gumbel noise in training, plain softmax in decoding)
         "compositional_transformer_iwslt_de_en",
         ["--retrieval-scoring", "learned-key", "--retrieval-query-from-search", "--rel-pos", "e"]
         + ["--retrieval-gumbel", "--retrieval-gumbel-temperature", "0.5"],

@@ -1,5 +1,5 @@
 """scripts/experiment.py run-archive: a finished run's files kept without its checkpoints, and
-restored into a fresh folder (the studies that outlive one machine, issue 22)."""
+restored into a fresh folder (for studies that outlive one machine)."""
 
 import gzip
 

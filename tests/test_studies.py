@@ -1,4 +1,4 @@
-"""The issue-14 studies: scripts/study-{nmt,lm}.sh, compare-nmt.sh's seeds/selection/resume,
+"""The NMT and LM studies: scripts/study-{nmt,lm}.sh, compare-nmt.sh's seeds/selection/resume,
 compare-lm.sh, study-report.py and the study configs (cheap checks; the studies themselves are
 long runs)."""
 
@@ -389,7 +389,7 @@ TINY_LM = (
 def test_lm_study_smoke_two_processes_share_the_runs(wikitext2_data, tmp_path):
     """The whole LM study at a tiny size through fairseq's tools (prepare-wikitext.sh,
     sentencepiece, fairseq-preprocess, train-lm.sh, eval-lm.sh), started twice at once as the
-    issue's two-cores protocol does: every run is trained by exactly one process, both finish,
+    two-core protocol does: every run is trained by exactly one process, both finish,
     and the document has the sweep, the per-word perplexities, the Holm-corrected across-seed
     tests and the curves. Then a third start trains nothing."""
     import subprocess

@@ -1,4 +1,4 @@
-"""The statistics and rules of the issue-22 studies (plugin_tools/experiments/study_stats.py):
+"""The statistics and rules of the studies (plugin_tools/experiments/study_stats.py):
 the across-seed paired t-test, Holm's correction, the learning-rate choice, the LM stopping rule
 and the per-word perplexity of a subword model. Fast: no fairseq."""
 

@@ -29,7 +29,7 @@ VARIANTS = {
         "--arch variant_transformer --attention-type compositional --retrieval-scoring mlp "
         "--retrieval-mlp-hidden 8 --share-encoder-layers --share-decoder-layers"
     ).split(),
-    # The official options (issue 12) in every role, with relative positions and layer sharing.
+    # The official options in every role, with relative positions and layer sharing.
     "compositional-learned-key-qcompose-gumbel-rel2-shared": (
         "--arch variant_transformer --attention-type compositional --num-retrievals 2 "
         "--retrieval-qk-dim 8 --retrieval-scoring learned-key --retrieval-query-from-search "

@@ -1,5 +1,5 @@
 """Direction-sensitive geometric attention of the Neural Data Router (Csordás, Irie and
-Schmidhuber, ICLR 2022), ``--encoder-attention-type geometric`` (issue 26).
+Schmidhuber, ICLR 2022), ``--encoder-attention-type geometric`` (docs/method.md §6.1).
 
 Geometric attention, one head, queries i and keys j of one sequence (self-attention):
 

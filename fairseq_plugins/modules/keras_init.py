@@ -1,5 +1,5 @@
 """The authors' notebooks build their models from Keras layers and keep Keras's default
-initialisation; fairseq's differs where it matters most for small models (issue 21: COGS tagging
+initialisation; fairseq's differs where it matters most for small models (COGS tagging
 closed the gap to the paper with it):
 
 - token embeddings: Keras ``Embedding`` draws uniform in [-0.05, 0.05] (std 0.029), fairseq normal

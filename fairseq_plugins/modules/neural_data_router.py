@@ -1,7 +1,7 @@
 """The Neural Data Router (Csordás, Irie and Schmidhuber, ICLR 2022) as options of the variant
-encoder (issue 26): the copy-gated layer here (``--encoder-copy-gate``), geometric attention in
-geometric_attention.py (``--encoder-attention-type geometric``), one layer shared across depth
-(``--share-encoder-layers``).
+encoder (docs/method.md §6): the copy-gated layer here (``--encoder-copy-gate``), geometric
+attention in geometric_attention.py (``--encoder-attention-type geometric``), one layer shared
+across depth (``--share-encoder-layers``).
 
 Copy-gated layer (the NDR layer, post-norm), input h, output h':
 

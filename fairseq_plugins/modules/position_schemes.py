@@ -1,5 +1,5 @@
-"""Position schemes beyond the seed papers, as values of ``--rel-pos`` (issue 26): ALiBi, the T5
-bucketed relative bias, rotary embeddings (RoPE) and no positions at all (NoPE).
+"""Position schemes beyond the seed papers, as values of ``--rel-pos`` (docs/method.md §5): ALiBi,
+the T5 bucketed relative bias, rotary embeddings (RoPE) and no positions at all (NoPE).
 
 Every scheme sees the positions that ``BiasedAttention`` gives the seed papers' relative positions:
 in self-attention, keys ``0 .. Tk-1`` and queries the last ``Tq`` of them (incremental decoding
