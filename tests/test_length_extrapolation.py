@@ -1,8 +1,8 @@
 """Length extrapolation end to end: each position scheme of docs/method.md §5 and the Neural
 Data Router trains a tiny model a few hundred updates through fairseq-train on Reverse (training
-strings of 1-16 digits), then fairseq-generate decodes strings of 17-24 digits, longer than any seen in training; the model then
-runs in-process on inputs three times the longest training length, with the position modules
-checked as they run (finite, no bucket or table index out of range, ALiBi exactly -m|i - j|)."""
+strings of 1-16 digits), then fairseq-generate decodes strings of 17-24 digits, longer than any
+seen in training; the model then runs in-process on inputs three times the longest training
+length, with the position modules checked as they run (finite, no bucket or table index out of range, ALiBi exactly -m|i - j|)."""
 
 import math
 import re
