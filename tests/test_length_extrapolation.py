@@ -2,7 +2,8 @@
 Data Router trains a tiny model a few hundred updates through fairseq-train on Reverse (training
 strings of 1-16 digits), then fairseq-generate decodes strings of 17-24 digits, longer than any
 seen in training; the model then runs in-process on inputs three times the longest training
-length, with the position modules checked as they run (finite, no bucket or table index out of range, ALiBi exactly -m|i - j|)."""
+length, with the position modules checked as they run (finite, no bucket or table index out of
+range, ALiBi exactly -m|i - j|)."""
 
 import math
 import re
