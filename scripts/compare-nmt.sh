@@ -251,6 +251,8 @@ for seed in "${seeds[@]}"; do
       fi
       exec {select_fd}>&-
       win_cfg=$(awk -F'\t' '$1 == "winner" {print $2}' "$sysdir/selection.txt")
+      # an archived selection names its configs relative to the checkout
+      [[ $win_cfg == /* || -f $win_cfg ]] || win_cfg=$root/$win_cfg
       load_config "$win_cfg"
       selected=$NAME
       NAME=$sel_name
@@ -305,7 +307,9 @@ for seed in "${seeds[@]}"; do
     fi
     if [[ -n $arch_dir && ( $decoded == 1 || ! -f $arch_dir/generate.done ) ]]; then
       run_archive save "$dir" "$arch_dir"
-      [[ -f $sysdir/selection.txt && $seed == "${seeds[0]}" ]] && cp "$sysdir/selection.txt" "$archive/$NAME/"
+      # (the archive holds paths relative to the checkout only)
+      [[ -f $sysdir/selection.txt && $seed == "${seeds[0]}" ]] \
+        && sed "s#$root/##g" "$sysdir/selection.txt" > "$archive/$NAME/selection.txt"
       echo "compare-nmt.sh: [$tb] archived in $arch_dir" >&2
     fi
     exec {run_fd}>&-

@@ -1,13 +1,21 @@
 """Tables and learning curves of the Contextual Retrieval study (scripts/study-retrieval.py):
-reads OUT/runs.csv and OUT/curves.csv, writes the curves PNG beside the document and the tables
-into the document between its <!-- study:begin --> and <!-- study:end --> marks (the prose around
-them is left as it is).
+reads OUT/runs.csv, OUT/curves.csv and OUT/protocol.json, writes the curves PNG beside the
+document and the tables into the document between its <!-- study:begin --> and
+<!-- study:end --> marks (the prose around them is left as it is).
+
+The document regenerates from committed files alone: the study's runs.csv, curves.csv and
+protocol.json are copied beside the document (DOC-stem-runs.csv, -curves.csv, -protocol.json),
+and the specialisation agreements, measured on the runs' checkpoints when OUT has them, are
+written to DOC-stem-specialisation.json. Without OUT/runs.csv the report reads those files
+(beside --doc, else the committed ones in docs/); without the checkpoints it reads the
+specialisation file back, so no section is dropped.
 
 Usage: scripts/study-retrieval-report.py [--out DIR] [--doc docs/results-contextual-retrieval.md]
 """
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 from collections import defaultdict
@@ -18,6 +26,18 @@ from plugin_tools.retrieval_study import SETTINGS, read_rows
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: default --out and --doc
 BEGIN, END = "<!-- study:begin -->", "<!-- study:end -->"
+COMMITTED_DOC = ROOT / "docs" / "results-contextual-retrieval.md"
+EXAMPLES = 256  # evaluation examples per run of the specialisation measurement
+
+
+def side_file(doc, suffix):
+    return doc.with_name(f"{doc.stem}-{suffix}")
+
+
+def committed(doc, suffix):
+    """The side file SUFFIX beside DOC, else the committed one beside the committed document."""
+    f = side_file(doc, suffix)
+    return f if f.exists() else side_file(COMMITTED_DOC, suffix)
 
 
 def mean_std(values):
@@ -131,54 +151,186 @@ def plot_curves(runs, curves, png):
     return True
 
 
-def specialisation_section(runs, out, doc, examples=256):
+def measure_specialisation(runs, out, doc, examples=EXAMPLES):
     """Best-permutation agreement of every compositional run (its best checkpoint, ``examples``
-    evaluation examples of its own split) and the figure of the first 2x4 run of each mode."""
-    found = defaultdict(list)
-    lines = []
-    for r in runs:
-        ckpt = out / "runs" / r["run"] / "checkpoint_best.pt"
-        if r["attention"] != "compositional" or not ckpt.exists():
-            continue
+    evaluation examples of its own split), the figure of the first d 64 2x4 run of each mode;
+    None unless every compositional run has its checkpoint in OUT/runs/RUN."""
+    comp = [r for r in runs if r["attention"] == "compositional"]
+    ckpts = [out / "runs" / r["run"] / "checkpoint_best.pt" for r in comp]
+    if not comp or not all(c.exists() for c in ckpts):
+        return None
+    per_run, figures = [], {}
+    for r, ckpt in zip(comp, ckpts):
         model, task = figure.load(ckpt)
         result = figure.specialisation(model, task, examples)
-        found[r["mode"], r["setting"], r["model"], int(r["dim"])].append(result)
-        png = doc.with_name(f"{doc.stem}-specialisation-{r['mode']}.png")
-        key = ("drawn", r["mode"])
-        if r["setting"] == "2x4" and key not in found and r["dim"] == "64":
-            figure.draw(result, task.setting, 0, png)
-            found[key] = [r["run"]]
-            lines.append(f"![value scores, {r['run']}]({png.name})")
+        per_run.append(
+            dict(
+                run=r["run"], setting=r["setting"], mode=r["mode"], model=r["model"],
+                dim=int(r["dim"]), seed=int(r["seed"]), split=result["split"],
+                agreement=result["score"], chance=result["chance"],
+            )
+        )  # fmt: skip
+        if r["setting"] == "2x4" and r["dim"] == "64" and r["mode"] not in figures:
+            figure.draw(result, task.setting, 0, side_file(doc, f"specialisation-{r['mode']}.png"))
+            figures[r["mode"]] = r["run"]
+    cells = defaultdict(list)
+    for x in per_run:
+        cells[x["setting"], x["mode"], x["model"], x["dim"]].append(x)
+    return {
+        "examples": examples,
+        "figures": figures,
+        "cells": [
+            dict(
+                setting=k[0], mode=k[1], model=k[2], dim=k[3], split=v[0]["split"],
+                seeds=len(v), agreement=[x["agreement"] for x in v],
+                chance=statistics.fmean(x["chance"] for x in v),
+            )
+            for k, v in cells.items()
+        ],
+        "runs": per_run,
+    }  # fmt: skip
+
+
+def specialisation_section(spec):
+    """The specialisation table and figures from SPEC (measure_specialisation's record)."""
+    examples = spec["examples"]
     table = [
         "| setting | data | model | d | seeds | agreement | chance |",
         "|---|---|---|---|---|---|---|",
     ]
-    cells = [k for k in found if k[0] != "drawn"]
-    for key in sorted(cells, key=lambda k: (list(SETTINGS).index(k[1]), k[0], k[3])):
-        results = found[key]
-        which = "held-out" if results[0]["split"] == "ood" else "i.i.d."
+    order = list(SETTINGS)
+    for c in sorted(spec["cells"], key=lambda c: (order.index(c["setting"]), c["mode"], c["dim"])):
+        which = "held-out" if c["split"] == "ood" else "i.i.d."
         table.append(
-            f"| {key[1]} | {which} | {key[2]} | {key[3]} | {len(results)} | "
-            + mean_std([x["score"] for x in results])
-            + " | "
-            + f"{statistics.fmean(x['chance'] for x in results):.3f} |"
+            f"| {c['setting']} | {which} | {c['model']} | {c['dim']} | {c['seeds']} | "
+            + (
+                mean_std(c["agreement"])
+                if "agreement" in c  # the per-run values; else their mean and sd as measured
+                else f"{c['agreement_mean']:.4f} ± {c['agreement_std']:.4f}"
+            )
+            + f" | {c['chance']:.3f} |"
         )
-    drawn = [f"`{found['drawn', m][0]}`" for m in ("iid", "ood") if ("drawn", m) in found]
+    drawn = [spec["figures"][m] for m in ("iid", "ood") if m in spec["figures"]]
     intro = (
         f"Best-permutation agreement of argmax_r c_(i,s,r) with the preference rho_(i,s') "
         f"({examples * 10:,} objects per run; chance: the same statistic with the preferences "
-        f"shuffled across objects). Figures (example 0): {', '.join(drawn) or 'none'}."
+        f"shuffled across objects), mean ± standard deviation over seeds. Figures (example 0): "
+        f"{', '.join(f'`{d}`' for d in drawn) or 'none'}."
     )
+    lines = [
+        f"![value scores, {spec['figures'][m]}](results-contextual-retrieval-specialisation-{m}.png)"
+        for m in ("iid", "ood")
+        if m in spec["figures"]
+    ]
     return ["### Retrieval specialisation (Figure 11)", "", intro, "", *table, "", *lines, ""]
 
 
+def comparisons(runs):
+    """Every comparison the document reads: compositional attention against each multi-head
+    model of its setting, mode and width (and, on 2x4 i.i.d., the d 32 compositional model
+    against the d 64 multi-head ones), on the last validation L1 (both L1s for OoD runs); each
+    a paired t-test across seeds (paired by seed: the same seed gives every model the same
+    data), Holm's correction over all of them. Returns the markdown table and the verdicts."""
+    from plugin_tools.experiments import study_stats
+
+    by = defaultdict(dict)
+    for r in runs:
+        by[r["mode"], r["setting"], r["model"], int(r["dim"])][int(r["seed"])] = r
+    entries = []
+    for setting in SETTINGS:
+        for mode in ("iid", "ood"):
+            for dim in sorted({k[3] for k in by if k[:2] == (mode, setting)}):
+                models = sorted(
+                    (k[2] for k in by if k[:2] == (mode, setting) and k[3] == dim),
+                    key=model_order,
+                )
+                comp = [m for m in models if m.startswith("comp-")]
+                measures = [("iid_l1", "i.i.d. L1")]
+                if mode == "ood":
+                    measures = [("iid_l1", "training-tuples L1"), ("ood_l1", "held-out L1")]
+                for c in comp:
+                    for m in models:
+                        if m in comp:
+                            continue
+                        for field, label in measures:
+                            entries.append((setting, mode, (c, dim), (m, dim), field, label))
+            if mode == "iid" and setting == "2x4":  # fewer parameters: d 32 against d 64
+                dims = sorted({k[3] for k in by if k[:2] == (mode, setting)})
+                if len(dims) > 1:
+                    small, big = dims[0], dims[-1]
+                    comp = [k[2] for k in by if k[:2] == (mode, setting) and k[3] == small]
+                    mha = [k[2] for k in by if k[:2] == (mode, setting) and k[3] == big]
+                    for c in sorted(c for c in comp if c.startswith("comp-")):
+                        for m in sorted((m for m in mha if m.startswith("mha-")), key=model_order):
+                            entries.append(
+                                (setting, mode, (c, small), (m, big), "iid_l1", "i.i.d. L1")
+                            )
+    tests = []
+    for setting, mode, (c, dc), (m, dm), field, _ in entries:
+        a_runs, b_runs = by[mode, setting, m, dm], by[mode, setting, c, dc]
+        seeds = sorted(set(a_runs) & set(b_runs))
+        a = [float(a_runs[k][field]) for k in seeds]
+        b = [float(b_runs[k][field]) for k in seeds]
+        tests.append((study_stats.paired_t_test(a, b), len(seeds), b, a))
+    adjusted = study_stats.holm([t[0][4] for t in tests])
+    rows, verdicts = [], []
+    for (setting, mode, (c, dc), (m, dm), _, label), (test, n, b, a), p_holm in zip(
+        entries, tests, adjusted
+    ):
+        mean, sd, t, df, p = test
+        lower = sum(x < y for x, y in zip(b, a))
+        data = "OoD" if mode == "ood" else "i.i.d."
+        rows.append(
+            f"| {setting} {data} | {c} d{dc} vs {m} d{dm} | {label} | {mean:+.4f} | {sd:.4f} | "
+            f"{lower} of {n} | {t:.2f} | {df} | {p:.4f} | {p_holm:.4f}"
+            + ("*" if p_holm < 0.05 else "")
+            + " |"
+        )
+        if p_holm < 0.05:
+            verdict = f"{'lower' if mean < 0 else 'higher'} than {m} d{dm}"
+        else:
+            verdict = f"not distinguishable from {m} d{dm} at {n} seeds"
+        verdicts.append(
+            f"- {setting} {data}, {c} d{dc}, {label} {mean:+.4f} (lower in {lower} of {n} seeds): "
+            f"{verdict} (paired t-test across {n} seeds, p = {p:.4f}, Holm-adjusted over the "
+            f"{len(entries)} comparisons p = {p_holm:.4f})."
+        )
+    table = [
+        "| setting | comparison | measure | mean difference | SD of differences | lower in | t | "
+        "df | p | p (Holm) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        *rows,
+    ]
+    return table, verdicts
+
+
 def write_report(out, doc):
-    runs = read_rows(out / "runs.csv")
-    curves = read_rows(out / "curves.csv")
+    out, doc = Path(out), Path(doc)
+    if (out / "runs.csv").exists():  # the study folder: its files are copied beside the doc
+        sources = {"runs.csv": out / "runs.csv", "curves.csv": out / "curves.csv"}
+        sources["protocol.json"] = out / "protocol.json"
+        for name, src in sources.items():
+            dest = side_file(doc, name)
+            if src.exists() and src.resolve() != dest.resolve():
+                shutil.copyfile(src, dest)
+    else:  # the committed copies
+        sources = {name: committed(doc, name) for name in ("runs.csv", "curves.csv")}
+        sources["protocol.json"] = committed(doc, "protocol.json")
+    runs = read_rows(sources["runs.csv"])
+    curves = read_rows(sources["curves.csv"])
     if not runs:
-        sys.exit(f"study-retrieval-report.py: error: {out / 'runs.csv'}: no runs yet")
-    protocol = json.loads((out / "protocol.json").read_text())
-    png = doc.with_name(doc.stem + "-curves.png")
+        sys.exit(f"study-retrieval-report.py: error: {sources['runs.csv']}: no runs yet")
+    protocol = json.loads(sources["protocol.json"].read_text())
+    spec = measure_specialisation(runs, out, doc)
+    spec_file = side_file(doc, "specialisation.json")
+    if spec is not None:
+        spec_file.write_text(json.dumps(spec, indent=1) + "\n")
+    else:
+        f = committed(doc, "specialisation.json")
+        if not f.exists():
+            sys.exit(f"study-retrieval-report.py: error: no checkpoints in {out} and no {f}")
+        spec = json.loads(f.read_text())
+    png = side_file(doc, "curves.png")
     cpu = sum(float(r["cpu_s"]) for r in runs)
     wall = sum(float(r["wall_s"]) for r in runs)
     body = [
@@ -188,13 +340,31 @@ def write_report(out, doc):
         f"(batch 256), validation every {protocol['interval']} updates on "
         f"{protocol['valid_batches']} x 256 examples fixed per seed; the L1 is the last "
         f"validation's. CPU time of all runs: {cpu / 60:.1f} min (sum of per-run wall time "
-        f"{wall / 60:.1f} min, two runs at a time on a shared 2-core machine).",
+        f"{wall / 60:.1f} min, two runs at a time on a shared 2-core machine). Every run's row: "
+        f"[{side_file(COMMITTED_DOC, 'runs.csv').name}]({side_file(COMMITTED_DOC, 'runs.csv').name}), "
+        f"its validation curve: [{side_file(COMMITTED_DOC, 'curves.csv').name}]"
+        f"({side_file(COMMITTED_DOC, 'curves.csv').name}).",
         "",
         *tables(runs),
     ]
     if plot_curves(runs, curves, png):
-        body += [f"![learning curves]({png.name})", ""]
-    body += specialisation_section(runs, out, doc)
+        body += ["![learning curves](results-contextual-retrieval-curves.png)", ""]
+    table, verdicts = comparisons(runs)
+    body += [
+        "### Across seeds",
+        "",
+        "Compositional attention against each multi-head model, paired by seed (the same seed "
+        "gives every model the same data), on the last validation L1 (lower is better); "
+        "mean difference = compositional − multi-head; lower in = the seeds where "
+        "compositional attention's L1 is the lower; paired t-tests, two-sided, Holm's "
+        "correction over all comparisons of this table (* adjusted p < 0.05). The verdicts:",
+        "",
+        *table,
+        "",
+        *verdicts,
+        "",
+    ]
+    body += specialisation_section(spec)
     body.append(END)
     text = doc.read_text() if doc.exists() else f"{BEGIN}\n{END}\n"
     if BEGIN not in text or END not in text:
@@ -207,7 +377,7 @@ def write_report(out, doc):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", type=Path, default=ROOT / "work" / "study-retrieval")
+    p.add_argument("--out", type=Path, default=ROOT / "work" / "study-retrieval")  # if present
     p.add_argument("--doc", type=Path, default=ROOT / "docs" / "results-contextual-retrieval.md")
     args = p.parse_args(argv)
     write_report(args.out, args.doc)

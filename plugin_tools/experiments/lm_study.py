@@ -1,4 +1,4 @@
-"""`study-lm` (issue 22): the WikiText-2 language-model study at matched parameters, tokens and
+"""`study-lm`: the WikiText-2 language-model study at matched parameters, tokens and
 tuning, one resumable command (scripts/study-lm.sh), which two processes can share (one per
 core: every run folder is locked while it runs).
 
@@ -32,7 +32,7 @@ Usage: {usage} [--out DIR] [--doc FILE] [--smoke] [--threads N] [--seeds LIST]
                            [--raw-dir DIR] [--data-root DIR] [--max-lines TRAIN,EVAL]
                            [--archive DIR | --no-archive] [--only RUNS]
 
-The WikiText-2 language-model study (issue 22), resumable (run the same command again after an
+The WikiText-2 language-model study, resumable (run the same command again after an
 interruption: finished runs are skipped, an unfinished one resumes from checkpoint_last.pt) and
 shared: the same command started twice (one process per core, --threads 1 each) splits the runs.
 Three systems, configs/lm/wikitext2-study-{{baseline,matched,compositional}}.sh: stock
@@ -513,6 +513,11 @@ def main(argv, prog="study-lm", usage="scripts/experiment.py study-lm"):
         "counts": counts,
     }
     (out / "plan.json").write_text(json.dumps(plan, indent=1) + "\n")
+    if args.archive:  # the archive alone regenerates the document (study-report.py archive)
+        args.archive.mkdir(parents=True, exist_ok=True)
+        for name in ("plan.json", "params.md"):
+            text = run_archive.relative_paths((out / name).read_text(encoding="utf-8"))
+            (args.archive / name).write_text(text, encoding="utf-8")
     with runs.FileLock(out / "report.lock"):
         cmd = ["python", "scripts/study-report.py", "lm-study", str(out), "--doc", args.doc]
         cmd += ["--smoke"] if args.smoke else []

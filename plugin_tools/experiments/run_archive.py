@@ -1,10 +1,13 @@
-"""Finished runs kept in the checkout (issue 22). A study takes more CPU hours than one session on a
+"""Finished runs kept in the checkout. A study takes more CPU hours than one session on a
 2-core machine, and its output folder (outputs/, ignored by git) does not outlive the machine. So
 every finished run's own files (logs, hypotheses, scores, time pieces, done markers; not its
 checkpoints or locks) are copied into an archive folder that is committed (docs/study-runs/...),
 text files over GZIP_OVER bytes gzipped. A study started again restores every archived run that
 its output folder lacks: the run counts as finished (it is not trained again) and is reported
-with the others.
+with the others. An archive holds relative paths only: every absolute path of the checkout the
+run was made in (this checkout's, and any other recorded in RUN_DIR's files, see
+relative_paths) is written relative to the checkout's root, so the archive reads the same on any
+machine.
 
     scripts/experiment.py run-archive save RUN_DIR ARCHIVE_DIR
     scripts/experiment.py run-archive restore ARCHIVE_DIR RUN_DIR
@@ -12,11 +15,12 @@ with the others.
 
 import gzip
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
 
-from .runs import ExperimentError
+from .runs import ROOT, ExperimentError
 
 GZIP_OVER = 16_000
 # never archived: what a running or killed run leaves behind, and what cannot be diffed
@@ -36,6 +40,30 @@ markers last, replacing files of the same name (an archived run is a finished on
 over what an unfinished attempt left).
 The studies (study-nmt, study-lm) do both themselves (--archive); this command is for one run.
 """
+
+
+# A checkout root recorded in a run's files: this checkout's own, and the ones the studies ran in
+# (/work/<name>/ followed by a folder of a checkout: the package, the data, the outputs, the
+# virtual environment, the configs, the scripts).
+CHECKOUT_DIRS = ("fairseq_plugins", "plugin_tools", "data-bin", "outputs", ".venv", "configs")
+CHECKOUT_DIRS += ("scripts", "work", "docs", "data")
+_DIRS = "|".join(map(re.escape, CHECKOUT_DIRS))
+OTHER_ROOT = re.compile(r"/work/[A-Za-z0-9_.+-]+/(?=(?:" + _DIRS + r")(?:/|\b))")
+
+
+def relative_paths(text):
+    """TEXT with the absolute checkout roots removed: ROOT/x -> x (also a root of another machine
+    of the form /work/NAME/ in front of one of the checkout's folders)."""
+    text = text.replace(f"{ROOT}/", "")
+    return OTHER_ROOT.sub("", text)
+
+
+def _relative_bytes(data):
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data  # not text: kept as it is
+    return relative_paths(text).encode("utf-8")
 
 
 def archived_files(run_dir):
@@ -62,12 +90,11 @@ def save(run_dir, archive_dir):
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     for src in archived_files(run_dir):
-        if src.stat().st_size > GZIP_OVER:
-            # mtime=0: the same file gives the same bytes, so re-saving changes nothing in git
-            with open(src, "rb") as f, gzip.GzipFile(tmp / (src.name + ".gz"), "wb", mtime=0) as g:
-                shutil.copyfileobj(f, g)
+        data = _relative_bytes(src.read_bytes())  # relative paths only (see relative_paths)
+        if len(data) > GZIP_OVER:
+            write_gzip(tmp / (src.name + ".gz"), data)
         else:
-            shutil.copyfile(src, tmp / src.name)
+            (tmp / src.name).write_bytes(data)
     keep = {p.name for p in tmp.iterdir()}
     if archive_dir.is_dir():  # sub-folders of an archive (other runs) stay
         for old in archive_dir.iterdir():
@@ -78,6 +105,32 @@ def save(run_dir, archive_dir):
     for p in sorted(tmp.iterdir(), key=marker_last):
         os.replace(p, archive_dir / p.name)
     tmp.rmdir()
+
+
+def write_gzip(path, data):
+    """DATA gzipped into PATH; mtime=0 and no file name: the same data gives the same bytes, so
+    re-saving changes nothing in git."""
+    with open(path, "wb") as f, gzip.GzipFile(filename="", fileobj=f, mode="wb", mtime=0) as g:
+        g.write(data)
+
+
+def relativize_archive(folder):
+    """Rewrite every file under FOLDER (an archive) with relative paths (relative_paths), .gz
+    files unpacked and packed again; returns the files changed."""
+    changed = []
+    for p in sorted(Path(folder).rglob("*")):
+        if not p.is_file():
+            continue
+        raw = p.read_bytes()
+        data = gzip.decompress(raw) if p.name.endswith(".gz") else raw
+        new = _relative_bytes(data)
+        if new != data:
+            if p.name.endswith(".gz"):
+                write_gzip(p, new)
+            else:
+                p.write_bytes(new)
+            changed.append(p)
+    return changed
 
 
 def restore(archive_dir, run_dir):

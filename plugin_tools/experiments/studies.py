@@ -1,4 +1,4 @@
-"""`study-nmt` and `study-lm`: the real-data studies (issues 14 and 22), one command each
+"""`study-nmt` and `study-lm`: the real-data studies, one command each
 (scripts/study-nmt.sh and scripts/study-lm.sh are wrappers of them). study-nmt prepares the data
 once (under a lock), then runs the comparison pipeline scripts/compare-nmt.sh (which trains,
 decodes, tests and writes the results document with `report nmt`; two processes started alike
@@ -135,6 +135,6 @@ def main_nmt(argv, prog="study-nmt", usage="scripts/experiment.py study-nmt"):
 
 
 def main_lm(argv, prog="study-lm", usage="scripts/experiment.py study-lm"):
-    from . import lm_study  # issue 22: the LM study is its own driver (sweep, seeds, stopping)
+    from . import lm_study  # the LM study is its own driver (sweep, seeds, stopping)
 
     return lm_study.main(argv, prog=prog, usage=usage)
