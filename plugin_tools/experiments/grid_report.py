@@ -2,7 +2,7 @@
            [--png FILE] [--runs DIR] [--tagging-runs DIR] [--categories FILE] [--variants-csv FILE]
        (the same: scripts/experiment.py report compgen ...)
 
-`report compgen`: renders the issue-13 grid (scripts/compgen-grid.sh) in the layout of Ontañón et
+`report compgen`: renders the compgen grid (scripts/compgen-grid.sh) in the layout of Ontañón et
 al.'s tables. Defaults: --csv docs/compgen-grid.csv, --doc docs/compgen-results.md, --png
 docs/compgen-results.png, --runs work/compgen-grid/runs, --tagging-runs
 work/compgen-grid/cogs-tagging/runs, --categories docs/compgen-grid-cogs-categories.csv.
@@ -75,13 +75,13 @@ ROWS = [
     ("compgen_small_2s", "small-2s (rel2-eb-c, shared)"),
     ("compgen_comp_rel2_eb_c", "comp-rel2-eb-c (new)"),
     ("compgen_comp_rel2_eb_cs", "comp-rel2-eb-cs (new, shared)"),
-    ("compgen_rel_eb_c", "rel-eb + copy (issue 26's baseline)"),
-    ("compgen_alibi_c", "ALiBi + copy (issue 26)"),
-    ("compgen_t5_c", "T5 bias + copy (issue 26)"),
-    ("compgen_rope_c", "RoPE + copy (issue 26)"),
-    ("compgen_rel_eb_nope_c", "rel-eb enc., NoPE dec. + copy (issue 26)"),
-    ("compgen_ndr_c", "Neural Data Router + copy (issue 26)"),
-    ("compgen_comp_t5_c", "comp. + T5 bias + copy (issue 26)"),
+    ("compgen_rel_eb_c", "rel-eb + copy (baseline of the scheme rows)"),
+    ("compgen_alibi_c", "ALiBi + copy (new scheme)"),
+    ("compgen_t5_c", "T5 bias + copy (new scheme)"),
+    ("compgen_rope_c", "RoPE + copy (new scheme)"),
+    ("compgen_rel_eb_nope_c", "rel-eb enc., NoPE dec. + copy (new scheme)"),
+    ("compgen_ndr_c", "Neural Data Router + copy (new row)"),
+    ("compgen_comp_t5_c", "comp. + T5 bias + copy (new row)"),
 ]
 _ORDER12 = [c for c, _ in COLUMNS[:12]]
 
@@ -562,7 +562,7 @@ def generated(rows, stats, cat_rows):
         "relative cross-attention, copy decoder), and the tagging model has no decoder, so their "
         "tagging model is rel-eb's: the cell shows rel-eb's runs, not trained again. "
         "Avg. ours = mean over "
-        "the 9 seq2seq columns we run, or over the columns a row is planned on (the issue-26 "
+        "the 9 seq2seq columns we run, or over the columns a row is planned on (the position-scheme "
         "rows: 6 columns, so their Avg. is not comparable with the 9-column rows') (partial while "
         "cells are missing; COGS tag. is not averaged: "
         "it is COGS again, and the paper's averages leave it out); Avg. paper = the paper's mean "
@@ -579,7 +579,7 @@ def generated(rows, stats, cat_rows):
         "is rel-eb's (†).",
         "",
         comparison_table(rows, stats),
-        "### Issue 26: each new row against its baseline, paired by seed",
+        "### Position schemes and NDR: each new row against its baseline, paired by seed",
         "",
         "What differs in each pair: "
         + "; ".join(f"`{r}` − `{b}`: {what}" for r, (b, what) in SCHEME_BASELINES.items())
@@ -1004,7 +1004,7 @@ def paper_generated(rows, cat_rows, variant_rows=()):
         "",
         "The baseline differs in one factor, compositional attention, except for "
         "`compgen_comp_rel2_eb_cs`, which also shares its layers (its one-factor baseline, "
-        "small-2s, is not in the paper-budget plan; the issue pairs both compositional rows with "
+        "small-2s, is not in the paper-budget plan; the plan pairs both compositional rows with "
         "rel2-eb-c). "
         "Δ = compositional − baseline on the final checkpoints of the same seeds; 95% CI from the "
         "t distribution over the seed differences; p = paired t-test. *helps* / *hurts* only "
