@@ -91,6 +91,11 @@ class VariantConfig(FairseqDataclass):
         "fresh at every decoding step, as the official module does (metrics are then "
         "stochastic)",
     )
+    retrieval_gumbel_search: bool = option(
+        False,
+        "with --retrieval-gumbel, the search softmax over the keys by Gumbel-softmax too "
+        "(same temperature and phases), as the official contextual-retrieval model's --gumbel",
+    )
     retrieval_gumbel_temperature: float = option(
         1.0, "temperature of --retrieval-gumbel (> 0; the official 1.0)"
     )

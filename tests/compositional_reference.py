@@ -12,11 +12,12 @@ from fairseq_plugins.modules.compositional_attention import CompositionalAttenti
 D = 32
 
 
-def reference(m, query, key, key_padding_mask=None, attn_mask=None, noise=None):
+def reference(m, query, key, key_padding_mask=None, attn_mask=None, noise=None, search_noise=None):
     """The six equations with explicit loops over searches i and retrievals j, and the official
     options: retrieval query from the search query (q-compose), learned keys (dot or a network on
     [q_i ; key_j]), Gumbel noise ``noise`` (B, S, Tq, R) added to the value-score logits in
-    training (and at evaluation with gumbel_in_eval). Only the dot scorers divide the retrieval
+    training (and at evaluation with gumbel_in_eval), and with gumbel_search ``search_noise``
+    (B, S, Tq, Tk) to the search logits, both over the temperature. Only the dot scorers divide the retrieval
     query by sqrt(d_s) (docs/official-code.md A3.4), and legacy mlp modules (older checkpoints)."""
     S, R, dh, dv, ds = (
         m.num_searches,
@@ -42,7 +43,10 @@ def reference(m, query, key, key_padding_mask=None, attn_mask=None, noise=None):
     for i in range(S):
         Qi = part(m.q_proj, X, i * dh, (i + 1) * dh)
         Ki = part(m.k_proj, Xk, i * dh, (i + 1) * dh)
-        Ai = torch.softmax(Qi @ Ki.transpose(1, 2) / math.sqrt(dh) + mask, dim=-1)
+        search_logits = Qi @ Ki.transpose(1, 2) / math.sqrt(dh) + mask
+        if m.gumbel_search and (m.training or m.gumbel_in_eval):
+            search_logits = (search_logits + search_noise[:, i]) / m.gumbel_temperature
+        Ai = torch.softmax(search_logits, dim=-1)
         if m.query_from_search:  # one Linear(d_h, d_s) shared by the searches
             qi = m.retrieval_query_proj(Qi / math.sqrt(dh)) * query_scale
         else:
@@ -99,4 +103,20 @@ def inject_noise(m, offset=None):
         return noise[:, :, start:]
 
     m.sample_gumbel = sample
+    return m
+
+
+def inject_search_noise(m, offset=None):
+    """As inject_noise, for the search logits (B, S, Tq, Tk): known_noise by query position and
+    key index, so that a decoding step sees the rows of the full forward."""
+
+    def sample(logits):
+        bsz, searches, length, keys = logits.shape
+        start = 0 if offset is None else offset[0]
+        noise = known_noise(bsz, searches, start + length, keys, logits.dtype)
+        if offset is not None:
+            offset[0] += length
+        return noise[:, :, start:]
+
+    m.sample_search_gumbel = sample
     return m

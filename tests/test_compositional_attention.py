@@ -10,7 +10,14 @@ from attention_testing import (
     decode_step_by_step,
     padding_mask,
 )
-from compositional_reference import D, inject_noise, known_noise, make, reference
+from compositional_reference import (
+    D,
+    inject_noise,
+    inject_search_noise,
+    known_noise,
+    make,
+    reference,
+)
 from fairseq.modules import MultiheadAttention
 
 from fairseq_plugins.modules.compositional_attention import CompositionalAttention
@@ -322,6 +329,66 @@ def test_gumbel_training_matches_reference_with_the_same_noise(scoring, query_fr
     torch.testing.assert_close(
         out, reference(c, x, enc, key_padding_mask=kpm, noise=noise), atol=1e-5, rtol=1e-5
     )
+
+
+@pytest.mark.parametrize("scoring", ["dot", "mlp"])
+def test_gumbel_search_matches_reference_with_the_same_noise(scoring):
+    """gumbel_search: Gumbel-softmax on the search logits too (after mask and bias), with padding
+    and a causal mask, self- and cross-attention; plain softmaxes at evaluation."""
+    torch.manual_seed(9)
+    m = inject_search_noise(make_gumbel(scoring, gumbel_search=True)).train()
+    x = torch.randn(6, 3, D)
+    kpm = padding_mask([6, 4, 2], 6)
+    noise, search_noise = known_noise(3, 4, 6, 2), known_noise(3, 4, 6, 6)
+    ref = reference(m, x, x, key_padding_mask=kpm, noise=noise, search_noise=search_noise)
+    for need_weights in (False, True):
+        out, _ = m(x, x, x, key_padding_mask=kpm, need_weights=need_weights)
+        torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    without = reference(m, x, x, key_padding_mask=kpm, noise=noise, search_noise=0 * search_noise)
+    assert not torch.allclose(ref, without, atol=1e-4)  # the search noise matters
+    out, _ = m(x, x, x, attn_mask=causal_mask(6), need_weights=False)
+    ref = reference(m, x, x, attn_mask=causal_mask(6), noise=noise, search_noise=search_noise)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    m.eval()
+    out, _ = m(x, x, x, key_padding_mask=kpm, need_weights=False)
+    torch.testing.assert_close(out, reference(m, x, x, key_padding_mask=kpm), atol=1e-5, rtol=1e-5)
+
+    c = inject_search_noise(make_gumbel(scoring, cross=True, gumbel_search=True)).train()
+    enc = torch.randn(7, 3, D)
+    kpm = padding_mask([7, 3, 5], 7, left=True)
+    out, _ = c(x, enc, enc, key_padding_mask=kpm, static_kv=True, need_weights=False)
+    ref = reference(
+        c, x, enc, key_padding_mask=kpm, noise=noise, search_noise=known_noise(3, 4, 6, 7)
+    )
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_gumbel_search_incremental_decoding_equals_full_forward():
+    """Training with known noise on both softmaxes: cached steps = the full forward."""
+    torch.manual_seed(12)
+    m = make_gumbel("dot", gumbel_search=True).train()
+    x = torch.randn(6, 3, D)
+    inject_search_noise(inject_noise(m))
+    full, _ = m(x, x, x, attn_mask=causal_mask(6), need_weights=False)
+    inject_search_noise(inject_noise(m, offset=[0]), offset=[0])
+    torch.testing.assert_close(decode_step_by_step(m, x), full, atol=1e-5, rtol=1e-5)
+
+
+def test_gumbel_search_padding_invariance():
+    """A sentence padded on the right (noise by query position and key index) gives the output
+    it gives alone, in training with known noise on both softmaxes."""
+    torch.manual_seed(13)
+    m = inject_search_noise(inject_noise(make_gumbel("dot", gumbel_search=True))).train()
+    x = torch.randn(6, 2, D)
+    kpm = padding_mask([6, 4], 6)
+    out, _ = m(x, x, x, key_padding_mask=kpm, need_weights=False)
+    alone, _ = m(x[:4, 1:], x[:4, 1:], x[:4, 1:], need_weights=False)
+    torch.testing.assert_close(out[:4, 1:], alone, atol=1e-5, rtol=1e-5)
+
+
+def test_gumbel_search_needs_gumbel():
+    with pytest.raises(ValueError, match="^--retrieval-gumbel-search needs --retrieval-gumbel"):
+        make(num_searches=4, num_retrievals=2, gumbel_search=True)
 
 
 @pytest.mark.parametrize("scoring", SCORINGS)

@@ -368,12 +368,35 @@ def test_output_projection_bounds_are_the_joint_linears_by_default(kwargs, fan_i
     assert separate.extra_value_out.weight.abs().max() > 1.5 * bound
 
 
+def test_gumbel_search_reaches_the_model():
+    """--retrieval-gumbel --retrieval-gumbel-search (the authors' --gumbel in this model: both
+    softmaxes): noisy in training, deterministic at evaluation; the module's equations are
+    checked against the re-statement in test_compositional_attention.py."""
+    torch.manual_seed(3)
+    task = make_task()
+    kwargs = dict(attention_type="compositional", num_searches=2, num_retrievals=4)
+    model = make_model(task, retrieval_gumbel=True, retrieval_gumbel_search=True, **kwargs)
+    assert model.attention.gumbel and model.attention.gumbel_search
+    tokens = batches(task, "valid")[0]["net_input"]["tokens"]
+    attention = model.attention
+    real_gumbel = attention.sample_gumbel
+    attention.sample_search_gumbel = real_gumbel
+    attention.sample_gumbel = torch.zeros_like  # no retrieval noise: what differs is the search's
+    with torch.no_grad():
+        evaluated = model.eval()(tokens)
+        assert not torch.allclose(model.train()(tokens), evaluated)
+        attention.gumbel_search = False
+        torch.testing.assert_close(model(tokens), evaluated)
+
+
 def test_model_errors_name_their_flag():
     task = make_task()
     with pytest.raises(PluginConfigError, match="^--num-retrievals must be >= 1"):
         make_model(task, attention_type="compositional", num_retrievals=0)
     with pytest.raises(PluginConfigError, match="^--num-searches 3 .*--encoder-embed-dim"):
         make_model(task, attention_type="compositional", num_searches=3)
+    with pytest.raises(PluginConfigError, match="--retrieval-gumbel-search needs"):
+        make_model(task, attention_type="compositional", retrieval_gumbel_search=True)
     with pytest.raises(PluginConfigError, match="--encoder-attention-heads 5"):
         make_model(task, attention_type="multihead", encoder_attention_heads=5)
 
@@ -429,6 +452,27 @@ def test_fairseq_train_then_validate_ood(tmp_path):
          tmp_path / "comp" / "checkpoint_last.pt", "--out", png, "--examples", "64"]
     )  # fmt: skip
     assert png.stat().st_size > 0 and "best-permutation agreement" in out.stdout
+
+
+@pytest.mark.slow
+def test_fairseq_train_with_the_authors_evaluation_and_gumbel(tmp_path):
+    """fairseq-train with the authors' options: fresh evaluation batches at every validation
+    (--fresh-valid), the held-out subset first, Gumbel-softmax on both softmaxes. The evaluation
+    at epoch 2 is drawn from (seed, split, 2, b): fairseq-validate of the final checkpoint (which
+    validates as epoch 1, i.e. other batches) gives another loss than training's last one."""
+    extra = ["--attention-type", "compositional", "--num-searches", "2", "--num-retrievals", "4"]
+    extra += ["--retrieval-gumbel", "--retrieval-gumbel-search", "--fresh-valid"]
+    save = tmp_path / "authors"
+    log = train_retrieval(save, "--ood", "--valid-subset", "ood,valid", *extra)
+    text = log.stderr + log.stdout
+    trained = valid_losses(text)
+    assert set(trained) == {"valid", "ood"} and "'fresh_valid': True" in text
+    assert "| ood | epoch 002 | valid on 'ood' subset" in text
+    val = fairseq_tool("fairseq-validate", None, [
+        "--task", "contextual_retrieval", "--path", save / "checkpoint_last.pt",
+        "--valid-subset", "ood", "--batch-size", "32", "--cpu", "--num-workers", "0",
+    ])  # fmt: skip
+    assert valid_losses(val.stderr + val.stdout)["ood"] != pytest.approx(trained["ood"], abs=1e-6)
 
 
 @pytest.mark.slow

@@ -68,11 +68,15 @@ class Positions(NamedTuple):
     cross: bool
 
 
-def attend(q, k, v, masks, positions, scaling, carry=None, dropout_p=0.0, need_weights=False):
+def attend(
+    q, k, v, masks, positions, scaling, carry=None, dropout_p=0.0, need_weights=False, noise=None
+):
     """Attention of q (B, H, Tq, d_h) over k (B, H, Tk, d_h), v (B, H or 1, Tk, d_v*) under
     ``masks`` (Masks) and ``positions`` (Positions). ``carry``: RealFormer's ResidualLogits, or
     None. ``dropout_p``: attention dropout of this forward (0 at evaluation), applied by the
-    fused call only; the explicit path returns the weights before dropout.
+    fused call only; the explicit path returns the weights before dropout. ``noise``: None, or a
+    function of the final logits (e.g. Gumbel noise over a temperature) applied before the
+    softmax; it forces the explicit path.
 
     Returns ``(attended, weights)``, exactly one of them a tensor: the attended values
     (B, H, Tq, d_v*) on the fused and band-split paths, the softmax weights (B, H, Tq, Tk) on the
@@ -81,17 +85,20 @@ def attend(q, k, v, masks, positions, scaling, carry=None, dropout_p=0.0, need_w
     mask, attn_mask = masks.additive, masks.attn_mask
     rel, labels, cross = positions
     band_mask = None
-    if labels is not None and not need_weights and not masks.padded and carry is None:
+    explicit = need_weights or carry is not None or noise is not None
+    if labels is not None and not explicit and not masks.padded:
         band_mask = band_split_mask(q, v, rel, labels, attn_mask, mask, cross, dropout_p)
     if band_mask is not None:
         return attend_band_split(rel, q, k, v, band_mask, scaling), None
-    if need_weights or carry is not None or not use_fused_call(q, v, rel):
+    if explicit or not use_fused_call(q, v, rel):
         logits = masked_logits(q, k, mask, scaling)
         # The relative-position bias after the mask (it leaves masked logits masked).
         if labels is not None:
             logits = add_relative_bias(logits, q, rel, labels, attn_mask, scaling, cross)
         if carry is not None:
             logits = carry.add(logits)
+        if noise is not None:
+            logits = noise(logits)
         return None, softmax_fp32(logits)
     return fused_attention(q, k, v, mask, rel, labels, scaling, dropout_p), None
 

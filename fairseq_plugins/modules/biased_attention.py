@@ -187,7 +187,16 @@ class BiasedAttention(nn.Module):
         masks = Masks(mask, attn_mask, padded=key_padding_mask is not None)
         positions = Positions(self.relative_positions, labels, self.encoder_decoder_attention)
         attended, weights = attention_paths.attend(
-            q, k, v, masks, positions, self.scaling, self.residual_logits, dropout_p, need_weights
+            q,
+            k,
+            v,
+            masks,
+            positions,
+            self.scaling,
+            self.residual_logits,
+            dropout_p,
+            need_weights,
+            noise=self.search_logit_noise(),
         )
         if attended is not None:
             out = self.combine(attended, query)
@@ -228,6 +237,11 @@ class BiasedAttention(nn.Module):
         if not static_kv:
             saved["prev_key_padding_mask"] = key_padding_mask
         return k, v, key_padding_mask
+
+    def search_logit_noise(self):
+        """A function applied to the attention logits before the softmax (explicit path), or
+        None: subclasses add Gumbel noise there (compositional attention's gumbel_search)."""
+        return None
 
     def weigh_and_combine(self, weights, v, query):
         """Explicit path: ``combine(apply_weights(weights, v), query)``; a subclass may fuse the

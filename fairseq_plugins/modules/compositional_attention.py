@@ -70,6 +70,7 @@ RETRIEVAL_ARGUMENTS = (
     "gumbel",
     "gumbel_temperature",
     "gumbel_in_eval",
+    "gumbel_search",
 )
 
 
@@ -88,6 +89,7 @@ class CompositionalAttention(BiasedAttention):
         gumbel=False,
         gumbel_temperature=1.0,
         gumbel_in_eval=False,
+        gumbel_search=False,
         legacy_mlp_query_scaling=False,
         search_dim=None,
         bias=True,
@@ -120,6 +122,8 @@ class CompositionalAttention(BiasedAttention):
             )
         if gumbel_in_eval and not gumbel:
             raise ValueError("--retrieval-gumbel-in-eval needs --retrieval-gumbel")
+        if gumbel_search and not gumbel:
+            raise ValueError("--retrieval-gumbel-search needs --retrieval-gumbel")
         super().__init__(embed_dim, num_searches, head_dim, **attention_args)
         self.num_searches = num_searches
         self.num_retrievals = num_retrievals
@@ -132,6 +136,7 @@ class CompositionalAttention(BiasedAttention):
         self.gumbel = gumbel
         self.gumbel_temperature = float(gumbel_temperature)
         self.gumbel_in_eval = gumbel_in_eval
+        self.gumbel_search = gumbel_search
         # 1/sqrt(d_s) on the retrieval query: the dot scorers (the official), and the mlp scorer
         # of older models, saved without the flag (kept in the state: see _load_from_state_dict).
         if scoring == "mlp":
@@ -267,6 +272,23 @@ class CompositionalAttention(BiasedAttention):
         """Gumbel noise on the value-score logits: in training; at evaluation and generation too
         with gumbel_in_eval (the official module), else a plain softmax there."""
         return self.gumbel and (self.training or self.gumbel_in_eval)
+
+    def search_logit_noise(self):
+        """With gumbel_search, while gumbel_active: A_i = softmax((logits_i + G) / tau) on the
+        search logits (after mask and position bias), G ~ Gumbel(0, 1) from
+        ``sample_search_gumbel``; else None (plain softmax, any attention path)."""
+        if not (self.gumbel_search and self.gumbel_active):
+            return None
+
+        def noisy(logits):
+            noise = self.sample_search_gumbel(logits)
+            return ((at_least_float32(logits) + noise) / self.gumbel_temperature).to(logits.dtype)
+
+        return noisy
+
+    def sample_search_gumbel(self, logits):
+        """Gumbel noise for the search logits (B, S, Tq, Tk); tests replace it."""
+        return self.sample_gumbel(logits)
 
     def sample_gumbel(self, logits):
         """Gumbel(0, 1) noise shaped like ``logits`` (B, S, Tq, R), in at least float32: -log(E),
