@@ -265,10 +265,18 @@ def comparisons(runs):
                             entries.append(
                                 (setting, mode, (c, small), (m, big), "iid_l1", "i.i.d. L1")
                             )
+
+    def seeds_of(entry):
+        setting, mode, (c, dc), (m, dm) = entry[:4]
+        return sorted(set(by[mode, setting, m, dm]) & set(by[mode, setting, c, dc]))
+
+    entries = [e for e in entries if len(seeds_of(e)) >= 2]  # a paired test needs 2 seeds
+    if not entries:
+        return ["No comparison has 2 or more seeds of both models yet."], []
     tests = []
     for setting, mode, (c, dc), (m, dm), field, _ in entries:
         a_runs, b_runs = by[mode, setting, m, dm], by[mode, setting, c, dc]
-        seeds = sorted(set(a_runs) & set(b_runs))
+        seeds = seeds_of((setting, mode, (c, dc), (m, dm)))
         a = [float(a_runs[k][field]) for k in seeds]
         b = [float(b_runs[k][field]) for k in seeds]
         tests.append((study_stats.paired_t_test(a, b), len(seeds), b, a))
