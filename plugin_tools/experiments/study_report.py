@@ -312,6 +312,7 @@ def scrub_history(text):
     """A config comment quoted in a document, without the issue numbers of its planning."""
     text = re.sub(r"\(issues? [0-9]+(?: and [0-9]+)?: ", "(", text)
     text = re.sub(r" \(issues? [0-9]+(?: and [0-9]+)?\)", "", text)
+    text = re.sub(r"\bIssue [0-9]+ \(", "This study (", text)
     return re.sub(r"\bthe issue-[0-9]+ ", "the earlier ", text)
 
 
