@@ -24,6 +24,7 @@ value in every cell, the COGS-tagging models against Table 5, the compositional 
 rel2-eb-c paired by seed (mean difference, 95% t-interval, paired t-test), per-category COGS
 accuracy (seq2seq and tagging) of the final checkpoints, kept in --categories (default
 docs/compgen-paper-cogs-categories.csv), and every run with its wall and CPU time.
+The document holds no dates: the time each run finished stays in the CSV's `date` column.
 
 The tagging column follows the TAGGING table of the grid's plan (grid_plan.py): a row whose
 entry is `=OTHER` (rel2-eb, rel2-eb-c: rel-eb's encoder) shows OTHER's tagging result, footnoted.
@@ -244,7 +245,8 @@ def main_table(stats):
             if pv is not None:
                 text += f"<br>*paper {pv:.3f}*"
             cells.append(text)
-        # A row planned on fewer columns (the issue-26 rows) is averaged over its own columns.
+        # A row planned on fewer columns (the position-scheme and NDR rows) is averaged over its
+        # own columns.
         plan_row = next((r for r in grid_plan.ROWS if r.preset == preset), None)
         planned = [c for c in averaged if plan_row is None or grid_plan.runs_column(plan_row, c)]
         avg = statistics.fmean(ours_means) if ours_means else None
@@ -284,11 +286,11 @@ def progress(rows, plan_total):
 
 
 def wall_table(rows):
-    head = "seed|task|preset|updates|accuracy|wall s|CPU s|threads|finished".split("|")
+    head = "seed|task|preset|updates|accuracy|wall s|CPU s|threads".split("|")
     cells = [
         [r["seed"], r["task"], r["preset"], r["updates"], f"{r['accuracy']:.4f}"]
         + [seconds_text(r["wall_seconds"]), seconds_text(r["cpu_seconds"])]
-        + [r.get("threads", ""), r["date"]]
+        + [r.get("threads", "")]
         for r in rows
     ]
     return markdown_table(head, cells)
@@ -319,7 +321,7 @@ def wall_summary(rows):
 
 BASELINE = "compgen_rel2_eb_c"
 COMPOSITIONAL = ("compgen_comp_rel2_eb_c", "compgen_comp_rel2_eb_cs")
-# Issue 26: each new row -> its baseline and what differs between the two.
+# The position-scheme and NDR rows: each new row -> its baseline and what differs between the two.
 SCHEME_BASELINES = {
     "compgen_rel_eb_c": ("compgen_rel2_eb_c", "no relative positions in cross-attention"),
     "compgen_alibi_c": ("compgen_rel_eb_c", "ALiBi instead of rel-eb in self-attention"),
@@ -619,7 +621,7 @@ def generated(rows, stats, cat_rows):
     return "\n".join(parts)
 
 
-# The paper-budget grid (scripts/compgen-grid.sh --budget paper, issue 21).
+# The paper-budget grid (scripts/compgen-grid.sh --budget paper).
 PAPER_BEGIN = (
     "<!-- BEGIN GENERATED PAPER BUDGET (scripts/compgen-grid-report.py --budget paper; "
     "do not edit by hand) -->"
@@ -885,7 +887,7 @@ def paper_category_table(cat_rows, task):
 
 
 def paper_wall_table(rows):
-    head = "seed|task|preset|updates|final|best-valid|wall s|CPU s|finished".split("|")
+    head = "seed|task|preset|updates|final|best-valid|wall s|CPU s".split("|")
     cells = [
         [
             r["seed"],
@@ -896,7 +898,6 @@ def paper_wall_table(rows):
             "–" if r["accuracy_best"] is None else f"{r['accuracy_best']:.4f}",
             seconds_text(r["wall_seconds"]),
             seconds_text(r["cpu_seconds"]),
-            r["date"],
         ]
         for r in rows
     ]

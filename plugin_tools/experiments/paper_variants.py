@@ -1,5 +1,5 @@
-"""`paper-variants`: issue 21, why do our rows stay below the paper at the authors' budget? One
-factor of a paper-budget row changed at a time, same budget and protocol, resumable
+"""`paper-variants`: why do our rows stay below the paper at the authors' budget? One factor of a
+paper-budget row changed at a time, same budget and protocol, resumable
 (scripts/paper-variants.sh is a wrapper of it)."""
 
 import subprocess
@@ -55,7 +55,7 @@ VARIANTS = {
         train_options=("--tagging-init", "official"),
     ),
     "warmup600": tagging_variant(
-        "Noam warm-up 600 updates instead of 4,000 (the schedule of the issue's first look)",
+        "Noam warm-up 600 updates instead of 4,000",
         run_options=("--warmup", "600"),
     ),
     "absolute_head": tagging_variant(
