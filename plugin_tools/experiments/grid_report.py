@@ -86,7 +86,7 @@ ROWS = [
 ]
 _ORDER12 = [c for c, _ in COLUMNS[:12]]
 
-# Read from the garbled tables of ../shared/seeds/001_0327fe51df39824b.txt (see the doc): a line
+# Read from the garbled tables of the paper's stored text (seed paper 001; see the doc): a line
 # per row, its 12 values in the order of the first 12 COLUMNS, then the row's printed Avg., which
 # the 12 average to (checked in the tests). Sources: abs Tables 1/2; rel-eb and rel2-eb Table 2;
 # rel2-eb-c Tables 2/3 (small-2); small-2s Table 4.
@@ -553,7 +553,7 @@ def generated(rows, stats, cat_rows):
         "Cells: our mean ± sample std over seeds (runs in parentheses; a single run has no "
         "std), bold = best of our rows "
         "in the column; *paper* = Ontañón et al.'s value for the same row (mean of at least 3 runs "
-        "at the paper's training length). `–` = not run yet. *no data*: PCFG and CFQ are not in ../shared/data. "
+        "at the paper's training length). `–` = not run yet. *no data*: PCFG and CFQ are not in the project's corpus folder. "
         "*COGS tag.*: COGS as sequence tagging (section 4.5.1), the encoder-only tagging model "
         "with the row's encoder (see the per-category table below for the architectures), the "
         "official metric (all five tag rows exact) on the whole gen split (21,000); *paper* = "
