@@ -30,6 +30,8 @@ GRAPH_FUSIONS = ("sum", "weight-gate", "self-gate")  # --graph-fusion
 PARENT_HEADS = ("absolute", "relative", "attention")  # --parent-head (tagging_transformer)
 # --tagging-init (tagging_transformer), --seq2seq-init (variant_transformer): modules/keras_init.py
 LAYER_INITS = ("fairseq", "official")
+# --seq2seq-init also has official-dense: every Dense of the layers too (the notebook path)
+SEQ2SEQ_INITS = LAYER_INITS + ("official-dense",)
 ATTENTION_INITS = ("pytorch", "module")  # --attention-init (contextual_retrieval_model)
 OUTPUT_PROJ_INITS = ("joint", "separate")  # --output-proj-init (contextual_retrieval_model)
 

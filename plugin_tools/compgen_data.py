@@ -77,6 +77,13 @@ unchanged byte for byte. Each refuses the tasks it does not apply to.
   --cfq-im               cfq-*: the targets in the CFQ-im intermediate representation (cartesian
                          products compressed; plugin_tools/cfq_im.py), the original
                          queries in SPLIT.sparql.
+  --notebook             the notebook's data preparation (docs/compgen.md, "The authors' notebook
+                         and our pipeline"). Algorithmic tasks: the same files. scan-length,
+                         scan-addjump: every source begins with [START]; the whole train file is
+                         trained on, valid is a seeded sample of it. cogs: every source begins
+                         with [START]; every target is cut as the notebook's tensors cut it (its
+                         target length is the longest [START] sentence [END] of train, test and
+                         gen, 63 tokens, and longer logical forms keep their last 61 tokens).
 Non-default options are recorded in meta.json under "options".
 
 Every OUTDIR gets SPLIT.src / SPLIT.tgt (space-separated tokens, one example a line) and
@@ -221,7 +228,33 @@ OPTIONS = {
     "keep_all_steps": (("scan-",), False),
     "map_output_to_input": (("scan-",), False),
     "cfq_im": (("cfq-",), False),
+    # the authors' notebook's data preparation (docs/compgen.md, "The authors' notebook and our
+    # pipeline"); the generated tasks are drawn as without it
+    "notebook": (ALGORITHMIC + ("scan-length", "scan-addjump", "cogs"), False),
 }
+START = "[START]"  # the notebook's start token, first source token of SCAN and COGS
+
+
+def notebook_source(pairs):
+    """SCAN and COGS sources as the notebook writes them: `[START] words` (+ the end token, which
+    fairseq appends as </s>)."""
+    return [([START, *src], tgt) for src, tgt in pairs]
+
+
+def notebook_cogs_length(splits):
+    """The notebook's COGS tensor length: the longest `[START] sentence [END]` of train, test and
+    gen (whole splits). It pads and cuts the targets to this length too (its maximum target
+    length is computed from the inputs), keeping their ends (Keras's pad_sequences cuts the
+    front), so longer logical forms lose their beginnings."""
+    return max(len(src) + 2 for name in ("train", "test", "gen") for src, _ in splits[name])
+
+
+def notebook_cogs_targets(pairs, length):
+    """The target tokens the notebook scores: `[START] lf [END]` cut to its last LENGTH tokens,
+    without the first (a decoder input only) and the end token (fairseq's </s>): the last
+    LENGTH - 2 tokens of a longer lf, the whole of a shorter one."""
+    keep = length - 2
+    return [(src, tgt[-keep:] if len(tgt) > keep else tgt) for src, tgt in pairs]
 
 
 def make_generator(task, options=None):
@@ -368,11 +401,14 @@ def load_scan(task, raw, counts, seed, explicit, options=None):
     def read(path):  # every SCAN line is a two-step instance [command, actions]
         return [p for s, t in read_scan(path) for p in instance_pairs([s, t], keep)]
 
+    notebook = options.get("notebook", False)
+    # The notebook trains on the whole train file; its in-training check set is a part of it.
+    split_off = notebook_valid if notebook else hold_out
     if task == "scan-length":
         train = read(raw / "length_split" / "tasks_train_length.txt")
         test = read(raw / "length_split" / "tasks_test_length.txt")
         n_valid = counts["valid"] if explicit["valid"] else len(train) // 10
-        train, valid = hold_out(train, n_valid, rng)
+        train, valid = split_off(train, n_valid, rng)
     elif task == "scan-addjump":
         train = read(raw / "add_prim_split" / "tasks_train_addprim_jump.txt")
         test_file = raw / "add_prim_split" / "tasks_test_addprim_jump.txt"
@@ -384,7 +420,7 @@ def load_scan(task, raw, counts, seed, explicit, options=None):
                 file=sys.stderr,
             )
         n_valid = counts["valid"] if explicit["valid"] else len(train) // 10
-        train, valid = hold_out(train, n_valid, rng)
+        train, valid = split_off(train, n_valid, rng)
     else:  # scan-length-cutoff-N
         try:
             cutoff = int(task.rsplit("-", 1)[1])
@@ -408,7 +444,17 @@ def load_scan(task, raw, counts, seed, explicit, options=None):
             splits[name] = subsample(splits[name], counts[name], rng)
         if options.get("map_output_to_input"):
             splits[name] = map_output_to_input(splits[name])
+        if notebook:
+            splits[name] = notebook_source(splits[name])
     return splits, cats, ("test" if test is not None else None)
+
+
+def notebook_valid(pairs, n_valid, rng):
+    """(all pairs, a seeded sample of n_valid of them): the notebook's check set is a part of the
+    training set, which keeps every example."""
+    if n_valid >= len(pairs):
+        raise DataError(f"--valid {n_valid}: only {len(pairs)} training examples")
+    return pairs, [pairs[i] for i in sorted(rng.sample(range(len(pairs)), n_valid))]
 
 
 def read_cogs(path):
@@ -422,13 +468,17 @@ def read_cogs(path):
     return pairs, cats
 
 
-def load_cogs(task, raw, counts, seed, explicit):
+def load_cogs(task, raw, counts, seed, explicit, options=None):
     rng = random.Random(f"{task}/{seed}")
     gen_path = raw / "gen.tsv.gz" if (raw / "gen.tsv.gz").is_file() else raw / "gen.tsv"
     splits, cats = {}, {}
     for name, fname in (("train", "train.tsv"), ("valid", "dev.tsv"), ("test", "test.tsv")):
         splits[name], _ = read_cogs(_need(raw / fname))
     splits["gen"], cats["gen"] = read_cogs(_need(gen_path))
+    if (options or {}).get("notebook"):  # before any subsampling: the length is the whole data's
+        length = notebook_cogs_length(splits)
+        for name in splits:
+            splits[name] = notebook_source(notebook_cogs_targets(splits[name], length))
     counts = dict(counts, gen=counts["test"])
     explicit = dict(explicit, gen=explicit["test"])
     for name in list(splits):
@@ -664,6 +714,13 @@ def parse_args(argv):
     g.add_argument("--keep-all-steps", action="store_true", help="scan-*: consecutive steps")
     g.add_argument("--map-output-to-input", action="store_true", help="scan-*: I_WALK -> walk, ...")
     g.add_argument("--cfq-im", action="store_true", help="cfq-*: CFQ-im targets")
+    g.add_argument(
+        "--notebook",
+        action="store_true",
+        help="the authors' notebook's data (algorithmic tasks: unchanged; scan-length, "
+        "scan-addjump: [START] first in every source, nothing held out of train, valid a part of "
+        "it; cogs: [START] first, targets cut to the notebook's tensor length)",
+    )
     return p.parse_args(argv)
 
 
@@ -718,7 +775,7 @@ def main(argv=None):
                 raise DataError(f"unknown task {args.task!r} (see --help)")
             splits, cats, eval_split = load_scan(task, raw, counts, args.seed, explicit, options)
         elif name == "cogs":
-            splits, cats, eval_split = load_cogs(task, raw, counts, args.seed, explicit)
+            splits, cats, eval_split = load_cogs(task, raw, counts, args.seed, explicit, options)
         elif name == "cfq":
             splits, cats, eval_split, extra = load_cfq(
                 task, raw, counts, args.seed, explicit, options
@@ -739,7 +796,9 @@ def main(argv=None):
         # overlap with train instead of refusing it (not measured here: no CFQ data).
         overlap = train_overlap(splits)
     else:
-        check_disjoint(splits)
+        # the notebook path's SCAN valid is a part of train by design
+        notebook_scan = options.get("notebook") and task.startswith("scan-")
+        check_disjoint({k: v for k, v in splits.items() if not (notebook_scan and k == "valid")})
     meta = {
         "task": task,
         "seed": args.seed,

@@ -43,3 +43,26 @@ def keep_last_batches():
 
     if not getattr(data_utils.batch_by_size, "fairseq_plugins_fixed", False):
         data_utils.batch_by_size = keep_last_batch(data_utils.batch_by_size)
+
+
+class NotebookBatches:
+    """The authors' notebook's training batches (docs/compgen.md, "The authors' notebook and our
+    pipeline"): every epoch a fresh shuffle of all the examples, cut into batches of exactly
+    BATCH_SIZE sentences in that order, the last partial batch dropped; sentences of any lengths
+    share a batch. fairseq's own batching instead groups sentences of similar length.
+
+    Called as fairseq's per-epoch batch sampler: ``(dataset, epoch) -> [indices]``. The shuffle
+    depends on (SEED, epoch) only, so a resumed run sees the same batches."""
+
+    def __init__(self, indices, batch_size, seed):
+        if batch_size is None or batch_size < 1:
+            raise ValueError("--notebook-batches needs --batch-size N (sentences per batch)")
+        self.indices = np.asarray(indices, dtype=np.int64)
+        self.batch_size = int(batch_size)
+        self.seed = int(seed)
+
+    def __call__(self, dataset=None, epoch=1):
+        rng = np.random.default_rng([self.seed, int(epoch)])
+        order = self.indices[rng.permutation(len(self.indices))]
+        full = len(order) // self.batch_size
+        return [order[i * self.batch_size : (i + 1) * self.batch_size] for i in range(full)]

@@ -22,16 +22,17 @@ from fairseq.models.transformer import (
 
 from fairseq_plugins.modules.copy_generator import CopyGenerator
 from fairseq_plugins.modules.graph_encoder import build_graph_encoder_layer, run_graph_layers
-from fairseq_plugins.modules.keras_init import keras_default_init
+from fairseq_plugins.modules.keras_init import keras_default_init, keras_default_tables
 from fairseq_plugins.modules.layer_sharing import tie_parameters
 from fairseq_plugins.modules.neural_data_router import CopyGateEncoderLayer
+from fairseq_plugins.modules.relative_positions import RelativePositionBias
 from fairseq_plugins.modules.residual_attention import share_residual_logits
 from fairseq_plugins.modules.variant_layers import (
     VariantDecoderLayer,
     VariantEncoderLayer,
     wrap_layer,
 )
-from fairseq_plugins.option_choices import LAYER_INITS
+from fairseq_plugins.option_choices import SEQ2SEQ_INITS
 from fairseq_plugins.variant_config import (
     VariantConfig,
     parse_options,
@@ -230,21 +231,47 @@ class VariantTransformerModel(TransformerModel):
         gen_parser_from_dataclass(parser, VariantConfig(), delete_default=True)
         parser.add_argument(
             "--seq2seq-init",
-            choices=LAYER_INITS,
+            choices=SEQ2SEQ_INITS,
             help="initialisation of the token embeddings and the output layers (output "
-            "projection, copy decoder): fairseq's, or the official notebook's Keras defaults "
-            "(default fairseq)",
+            "projection, copy decoder): fairseq's, or the official notebook's Keras defaults; "
+            "official-dense: also every other linear layer (Glorot-uniform, zero bias) and the "
+            "relative-position tables (uniform +-0.05), as the notebook (default fairseq)",
+        )
+        # The notebook path (docs/compgen.md, "The authors' notebook and our pipeline"); the
+        # defaults leave the model as it was.
+        parser.add_argument(
+            "--layernorm-eps",
+            type=float,
+            metavar="EPS",
+            help="epsilon of every LayerNorm of the model (default: fairseq's 1e-5; the "
+            "authors' notebook: 1e-6)",
+        )
+        parser.add_argument(
+            "--decoder-output-bias",
+            action="store_true",
+            help="give the (untied) output projection a bias, zero at the start, as the "
+            "notebook's final Dense layer (fairseq's has none)",
+        )
+        parser.add_argument(
+            "--copy-attend-padding",
+            action="store_true",
+            help="copy decoder: do not mask source padding in the copy attention, as the "
+            "notebook (padded positions give their mass to the padding symbol); no effect "
+            "without --copy-decoder",
         )
 
     @classmethod
     def build_model(cls, args, task):
+        check_notebook_options(args)
         token = _options_being_built.set(parse_variant_options(args, task))
         try:
             model = super().build_model(args, task)
         finally:
             _options_being_built.reset(token)
-        if getattr(args, "seq2seq_init", None) == "official":  # older checkpoints lack it
-            official_seq2seq_init(model)
+        apply_notebook_options(model, args)
+        init = getattr(args, "seq2seq_init", None)  # older checkpoints lack it
+        if init in ("official", "official-dense"):
+            official_seq2seq_init(model, dense=init == "official-dense")
         return model
 
     @classmethod
@@ -264,17 +291,62 @@ class VariantTransformerModel(TransformerModel):
         )
 
 
-def official_seq2seq_init(model):
+def check_notebook_options(args):
+    """One-line errors for bad values of the notebook-path options."""
+    eps = getattr(args, "layernorm_eps", None)
+    if eps is not None and not eps > 0:
+        raise PluginConfigError(f"--layernorm-eps {eps}: must be a positive number")
+
+
+def apply_notebook_options(model, args):
+    """--layernorm-eps on every LayerNorm of MODEL, --decoder-output-bias (a zero bias on the
+    untied output projection) and --copy-attend-padding on the copy decoder."""
+    eps = getattr(args, "layernorm_eps", None)
+    if eps is not None:
+        for module in model.modules():
+            if isinstance(module, torch.nn.LayerNorm):
+                module.eps = eps
+    decoder = model.decoder
+    if getattr(args, "decoder_output_bias", False):
+        projection = decoder.output_projection
+        if not isinstance(projection, torch.nn.Linear) or projection.weight is getattr(
+            decoder.embed_tokens, "weight", None
+        ):
+            raise PluginConfigError(
+                "--decoder-output-bias needs an untied output projection (drop "
+                "--share-decoder-input-output-embed / --share-all-embeddings)"
+            )
+        if projection.bias is None:
+            projection.bias = torch.nn.Parameter(
+                projection.weight.new_zeros(projection.out_features)
+            )
+    if getattr(args, "copy_attend_padding", False) and decoder.copy_generator is not None:
+        decoder.copy_generator.attend_padding = True
+
+
+def official_seq2seq_init(model, dense=False):
     """The layers seq2seq.ipynb builds from Keras layers, with Keras's defaults: the token
     embeddings, the output projection (when not tied to an embedding) and the copy decoder's
-    Dense layers (query, gate and the optional V -> V projection)."""
+    Dense layers (query, gate and the optional V -> V projection). DENSE (official-dense): every
+    other nn.Linear of the model too, and the relative-position tables (Keras Embeddings)."""
     decoder = model.decoder
     linears = []
     if isinstance(decoder.output_projection, torch.nn.Linear):
         linears.append(decoder.output_projection)
     if decoder.copy_generator is not None:
         linears += [m for m in decoder.copy_generator.modules() if isinstance(m, torch.nn.Linear)]
+    if dense:
+        linears += [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     keras_default_init([model.encoder.embed_tokens, decoder.embed_tokens], linears)
+    if dense:
+        keras_default_tables(
+            [
+                p
+                for m in model.modules()
+                if isinstance(m, RelativePositionBias)
+                for p in (m.embeddings, m.bias)
+            ]
+        )
 
 
 @register_model_architecture("variant_transformer", "variant_transformer")

@@ -3,7 +3,9 @@
 p_vocab = softmax(W y_i); p_copy from one single-head attention whose query is W_c y_i, keys the
 last encoder layer's outputs (no projection), scale 1/sqrt(d), values the one-hot source tokens
 (scatter-added into the vocabulary); gate w = sigmoid(w_g . y_i + b); p = (1 - w) p_vocab + w p_copy.
-The official code does not mask source padding; we do. The decoder's output is log p (clamped), and
+The official code does not mask source padding; we do, unless ``attend_padding`` is set
+(``--copy-attend-padding``, the notebook path: padded positions take part in the softmax and give
+their mass to the padding symbol). The decoder's output is log p (clamped), and
 its normalisation passes it through, so fairseq's beam search and criteria work unchanged.
 Computed in at least float32 (as fairseq normalises its outputs), never below the input dtype.
 
@@ -42,6 +44,8 @@ def build_copy_projection(kind, vocab_size, rank):
 
 
 class CopyGenerator(nn.Module):
+    attend_padding = False  # --copy-attend-padding (set on the built module)
+
     def __init__(self, embed_dim, encoder_dim, projection="none", vocab_size=None, rank=None):
         super().__init__()
         self.copy_query = nn.Linear(embed_dim, encoder_dim)
@@ -94,11 +98,12 @@ class CopyGenerator(nn.Module):
         """The copy decoder's output: log p (B, T, V) from the output layer's logits, the decoder
         features and fairseq's encoder output dict (which carries the source tokens)."""
         padding = encoder_out["encoder_padding_mask"]
+        mask = padding[0] if len(padding) > 0 and not self.attend_padding else None
         return self(
             logits,
             features,
             encoder_out["encoder_out"][0],
-            padding[0] if len(padding) > 0 else None,
+            mask,
             encoder_out["src_tokens"][0],
         )
 

@@ -9,7 +9,12 @@ closed the gap to the paper with it):
 
 ``--tagging-init official`` (tagging_transformer) and ``--seq2seq-init official``
 (variant_transformer) apply them to the layers the notebook builds as such; the Transformer layers
-keep fairseq's initialisation.
+keep fairseq's initialisation. ``--seq2seq-init official-dense`` (the notebook path,
+docs/compgen.md) also re-draws every other ``nn.Linear`` of the model (the layers' attention
+projections and feed-forward layers: the notebook's ``Dense``, Glorot-uniform with zero bias, where
+fairseq draws q/k/v with gain 1/sqrt(2) and random biases and the feed-forward layers as PyTorch's
+default) and the relative-position tables (the notebook's ``Embedding`` layers: uniform in
+[-0.05, 0.05], where we draw the vectors normal d_h^-0.5 and the scalars zero).
 """
 
 import torch
@@ -38,3 +43,15 @@ def keras_default_init(embeddings=(), linears=()):
             nn.init.xavier_uniform_(linear.weight)
             if linear.bias is not None:
                 nn.init.zeros_(linear.bias)
+
+
+def keras_default_tables(tables):
+    """Re-draw TABLES (parameters of Keras ``Embedding`` layers without padding, e.g. the relative
+    position vectors and scalars) uniform in [-0.05, 0.05]; a tied table is drawn once."""
+    seen = set()
+    with torch.no_grad():
+        for table in tables:
+            if table is None or id(table) in seen:
+                continue
+            seen.add(id(table))
+            nn.init.uniform_(table, -KERAS_EMBEDDING_RANGE, KERAS_EMBEDDING_RANGE)

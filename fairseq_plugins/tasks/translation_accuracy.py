@@ -22,10 +22,13 @@ import logging
 from argparse import Namespace
 from dataclasses import dataclass, field
 
+import numpy as np
 from fairseq import metrics, utils
+from fairseq.data import iterators
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
+from fairseq_plugins.compat.batching import NotebookBatches
 from plugin_tools.errors import PluginConfigError
 from plugin_tools.seq_accuracy import is_correct
 
@@ -45,6 +48,23 @@ class TranslationAccuracyConfig(TranslationConfig):
     eval_accuracy_print_samples: bool = field(
         default=False, metadata={"help": "log one hypothesis/reference pair per valid batch"}
     )
+    # The notebook path (docs/compgen.md, "The authors' notebook and our pipeline").
+    notebook_batches: bool = field(
+        default=False,
+        metadata={
+            "help": "training batches as the authors' notebook: exactly --batch-size sentences "
+            "drawn in order from a fresh shuffle of the training set every epoch, the last "
+            "partial batch dropped (fairseq's batches group sentences of similar length)"
+        },
+    )
+    pad_source_to_length: int = field(
+        default=0,
+        metadata={
+            "help": "pad every batch's source to this many tokens (at least; 0: to the batch's "
+            "longest, fairseq's). The notebook pads every split to the longest source of all "
+            "splits; this matters only with --copy-attend-padding"
+        },
+    )
 
 
 @register_task("translation_accuracy", dataclass=TranslationAccuracyConfig)
@@ -52,6 +72,58 @@ class TranslationAccuracyTask(TranslationTask):
     """TranslationTask whose validation also reports sequence-level (exact-match) accuracy."""
 
     cfg: TranslationAccuracyConfig
+
+    def get_batch_iterator(self, dataset, max_tokens=None, max_sentences=None, **kwargs):
+        """fairseq's iterator, with --pad-source-to-length on every split and
+        --notebook-batches on the training split."""
+        if self.cfg.pad_source_to_length < 0:
+            raise PluginConfigError(
+                f"--pad-source-to-length {self.cfg.pad_source_to_length}: must be >= 0"
+            )
+        train = self.datasets.get("train")
+        if self.cfg.notebook_batches and train is not None and dataset is train:
+            itr = self._notebook_iterator(dataset, max_tokens, max_sentences, **kwargs)
+        else:
+            itr = super().get_batch_iterator(dataset, max_tokens, max_sentences, **kwargs)
+        if self.cfg.pad_source_to_length and hasattr(dataset, "collater"):
+            length = {"source": self.cfg.pad_source_to_length, "target": None}
+            itr.collate_fn = lambda samples: dataset.collater(samples, pad_to_length=length)
+        return itr
+
+    def _notebook_iterator(self, dataset, max_tokens, max_sentences, **kwargs):
+        if max_tokens is not None or max_sentences is None:
+            raise PluginConfigError(
+                "--notebook-batches needs --batch-size N and no --max-tokens (batches of N "
+                "sentences)"
+            )
+        epoch, seed = kwargs.get("epoch", 1), kwargs.get("seed", 1)
+        reuse = not kwargs.get("disable_iterator_cache", False)
+        if reuse and dataset in self.dataset_to_epoch_iter:
+            return self.dataset_to_epoch_iter[dataset]
+        dataset.set_epoch(epoch)
+        indices = np.arange(len(dataset), dtype=np.int64)
+        if kwargs.get("max_positions") is not None:
+            indices = self.filter_indices_by_size(
+                indices,
+                dataset,
+                kwargs["max_positions"],
+                kwargs.get("ignore_invalid_inputs", False),
+            )
+        itr = iterators.EpochBatchIterator(
+            dataset=dataset,
+            collate_fn=dataset.collater,
+            batch_sampler=NotebookBatches(indices, max_sentences, seed),
+            seed=seed,
+            num_shards=kwargs.get("num_shards", 1),
+            shard_id=kwargs.get("shard_id", 0),
+            num_workers=kwargs.get("num_workers", 0),
+            epoch=epoch,
+            buffer_size=kwargs.get("data_buffer_size", 0),
+            disable_shuffling=True,  # the batches are already in a random order
+        )
+        if reuse:
+            self.dataset_to_epoch_iter[dataset] = itr
+        return itr
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)

@@ -54,6 +54,12 @@ Options:
   --warmup N         warm-up updates (default 4000, or max-update/10 when that is smaller)
   --raw-dir DIR      published files for SCAN/COGS/PCFG (compgen-data.py --raw-dir)
   --data-seed S      seed of the generated data set (default 1; same data for every seed)
+  --notebook         the authors' notebook path (docs/compgen.md, "The authors' notebook and our
+                     pipeline"): its data preparation (compgen-data.py --notebook; data folder
+                     suffix -nb) and its training options: {notebook}, the source padded to the
+                     longest source of train and test (+ </s>) with --pad-source-to-length,
+                     on the right (fairseq 0.12's flag --left-pad-source, which sets it to
+                     False), also for generation
   --grid-row ROW     record the runs as the row ROW instead of PRESET (a variant of a preset,
                      e.g. with other fairseq-train options after `--`): the CSV's preset column
                      is ROW, its extra_args begin with `--arch PRESET`, the run folders are
@@ -63,6 +69,12 @@ Options:
 Paper defaults used: Adam (0.9, 0.98, 1e-9), inverse_sqrt (Noam) schedule, dropout 0.1,
 batch 64 sentences, cross-entropy. Arguments after `--` go to fairseq-train last (they win).
 """
+
+# fairseq-train options of the notebook path (after the recipe's, before the user's `--` ones)
+NOTEBOOK_TRAIN = (
+    "--notebook-batches", "--layernorm-eps", "1e-6", "--seq2seq-init", "official-dense",
+    "--decoder-output-bias", "--copy-attend-padding", "--warmup-init-lr", "0",
+)  # fmt: skip
 
 HEADER = [
     "preset", "task", "seed", "updates", "accuracy", "wall_seconds", "date", "split", "n_test",
@@ -80,7 +92,7 @@ def data_suffix(small, sizes):
 
 
 def parse(argv, usage):
-    p = runs.Parser(USAGE.format(usage=usage))
+    p = runs.Parser(USAGE.format(usage=usage, notebook=" ".join(NOTEBOOK_TRAIN)))
     p.add_argument("positional", nargs="*")
     runs.add_common_run_options(p, 20000, "work/compgen", "results/compgen.csv")
     p.add_argument("--small", action="store_true")
@@ -88,6 +100,7 @@ def parse(argv, usage):
         p.add_argument(f"--{name}")
     p.add_argument("--beam", default="1")
     p.add_argument("--data-seed", default="1")
+    p.add_argument("--notebook", action="store_true")
     args = p.parse_with_extra(argv)
     if len(args.positional) != 2:
         raise ExperimentError("need PRESET and TASK (see --help)")
@@ -109,6 +122,7 @@ def prepare_data(args, data):
     def build(tmp):
         cmd = ["python", SCRIPTS / "compgen-data.py", args.task, tmp / "raw"]
         cmd += ["--seed", args.data_seed] + (["--small"] if args.small else [])
+        cmd += ["--notebook"] if args.notebook else []
         for name, _ in DATA_SIZES:
             if args.sizes[name] is not None:
                 cmd += [f"--{name}", args.sizes[name]]
@@ -143,7 +157,7 @@ def main(argv, prog="compgen-run", usage="scripts/experiment.py compgen-run"):
     lr = args.lr or runs.noam_lr(128 if args.preset.startswith("compgen_large") else 64)
 
     out, csv_path = Path(args.out), Path(args.csv)
-    suffix = data_suffix(args.small, args.sizes)
+    suffix = data_suffix(args.small, args.sizes) + ("-nb" if args.notebook else "")
     data = out / "data" / f"{args.task}{suffix}-s{args.data_seed}"
     prepare_data(args, data)
     meta = json.loads((data / "raw" / "meta.json").read_text())
@@ -157,6 +171,11 @@ def main(argv, prog="compgen-run", usage="scripts/experiment.py compgen-run"):
 
     row_name = args.grid_row or args.preset
     extra_args = (["--arch", args.preset] if args.grid_row else []) + args.extra
+    if args.notebook:
+        extra_args = ["--notebook", *extra_args]
+        padding = notebook_padding(data / "raw", split)
+        args.extra = [*NOTEBOOK_TRAIN, *padding, *args.extra]
+        args.generate_options = padding
 
     def recorded(seed):
         key = [row_name, args.task, str(seed), str(n_train), str(n_test)]
@@ -213,6 +232,7 @@ def evaluate(args, data, run_dir, which, sfx, split, categories, max_len):
     ]
     cmd += ["--gen-subset", "test", "--beam", args.beam, "--batch-size", "128"]
     cmd += ["--required-batch-size-multiple", "1", "--max-len-a", "0", "--max-len-b", max_len]
+    cmd += getattr(args, "generate_options", [])
     runs.run_logged(
         cmd,
         run_dir / f"generate{sfx}.log",
@@ -229,3 +249,16 @@ def evaluate(args, data, run_dir, which, sfx, split, categories, max_len):
     if proc.returncode != 0:
         raise ExperimentError(f"seq-accuracy.py failed on {run_dir}/generate{sfx}.out")
     return json.loads((run_dir / f"accuracy{sfx}.json").read_text())["accuracy"]
+
+
+def notebook_padding(raw, split):
+    """The notebook path's source padding: post-padding to the longest source of train, valid and
+    the reported split, counting fairseq's </s> (the notebook's [END])."""
+    longest = max(
+        len(line.split()) + 1
+        for name in ("train", "valid", split)
+        for line in (Path(raw) / f"{name}.src").read_text().splitlines()
+    )
+    # fairseq 0.12 makes a bool option that defaults to True a store_false flag: `--left-pad-source`
+    # alone sets it to False (post-padding, as the notebook).
+    return ["--left-pad-source", "--pad-source-to-length", str(longest)]

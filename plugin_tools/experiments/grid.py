@@ -1,4 +1,4 @@
-"""`grid`: the issue-13 grid (Ontañón et al.'s accuracy tables on the benchmarks we hold, plus the
+"""`grid`: the short-budget grid (Ontañón et al.'s accuracy tables on the benchmarks we hold, plus the
 compositional-attention rows) and the paper-budget grid, one run at a time, resumable
 (scripts/compgen-grid.sh is a wrapper of it; the plan is :mod:`.grid_plan`)."""
 
@@ -16,7 +16,7 @@ from .runs import ROOT, SCRIPTS, ExperimentError
 USAGE = """\
 Usage: {usage} [options]
 
-Runs the whole grid of docs/compgen-results.md (issue 13) with scripts/compgen-run.sh, one
+Runs the whole grid of docs/compgen-results.md with scripts/compgen-run.sh, one
 training run at a time, and appends each finished run to the results CSV. Safe to stop at any
 point (kill the process group, Ctrl-C, shutdown) and to start again with the same command:
   - a cell (preset, task, seed) already in the CSV is skipped;
@@ -39,7 +39,7 @@ extra_args = --arch TAGGING-ARCH ...); its folder is OUT/cogs-tagging/runs/ROW/s
 (per-category accuracies in pred/gen.scores.json).
 
 Two budgets (--budget):
-  short  (default) the issue-13 grid: every column at the short budget below, 7 rows, the best
+  short  (default) the short grid: every column at the short budget below, 7 rows, the best
          checkpoint by valid accuracy (docs/compgen-grid.csv).
   paper  the authors' own budget per column (Ontañón et al.'s notebooks): Add 2 epochs, Reverse 2,
          COGS 16, Dup 4, SCAN-length 24, SCAN-add-jump 24, AddNeg 10, COGS tagging 16; an epoch is
@@ -52,8 +52,21 @@ Two budgets (--budget):
          finished (all seeds) before the next starts: 1 COGS tagging; 2 Add, Reverse; 3 COGS,
          Dup; 4 SCAN-length, SCAN-add-jump; 5 AddNeg (docs/compgen-paper.csv, work/compgen-paper).
 
+Two paths (--path):
+  default          our pipeline (fairseq's batching and initialisation, ...).
+  notebook         the authors' seq2seq notebook wherever it differs from ours (docs/compgen.md,
+                   "The authors' notebook and our pipeline"): every run gets compgen-run
+                   --notebook (the notebook's data preparation, batches, LayerNorm epsilon,
+                   initialisation, output bias, copy attention over padding, post-padding to
+                   one length, schedule from 0), COGS is scored on the whole gen split, and the
+                   COGS tagging column (another notebook) is left out. Default --out / --csv get
+                   a -notebook suffix (e.g. work/compgen-paper-notebook,
+                   docs/compgen-paper-notebook.csv). `--budget paper --path notebook` is the
+                   paper's setting.
+
 Options:
   --budget B       short or paper (see above; default short)
+  --path P         default or notebook (see above; default default)
   --out DIR        data, runs, checkpoints, logs (default work/compgen-grid; paper: work/compgen-paper)
   --csv FILE       results CSV (default docs/compgen-grid.csv; paper: docs/compgen-paper.csv)
   --threads N      OMP_NUM_THREADS of every run (default 1; recorded in the CSV)
@@ -85,11 +98,32 @@ def budget_options(budget):
     return ["--max-update", budget]
 
 
-def cell_command(seed, col, row, out, csv_path):
+def cell_command(seed, col, row, out, csv_path, path="default"):
     """(command, run folder) of a cell. A row's extra options are seq2seq options: its tagging
-    cell takes the encoder options of its TAGGING entry instead."""
+    cell takes the encoder options of its TAGGING entry instead. PATH notebook: compgen-run
+    --notebook, and the column's data options of that path (notebook_column)."""
     extra = () if col.task == TAGGING_TASK else row.extra
+    if path == "notebook":
+        return run_command(
+            seed,
+            notebook_column(col),
+            row.preset,
+            out,
+            csv_path,
+            run_options=("--notebook",),
+            train_options=extra,
+        )
     return run_command(seed, col, row.preset, out, csv_path, train_options=extra)
+
+
+def notebook_column(col):
+    """The column on the notebook path: COGS scored on the whole gen split (no --test
+    subsample), as the notebook; the other columns as they are."""
+    data = list(col.data)
+    if col.task == "cogs" and "--test" in data:
+        i = data.index("--test")
+        del data[i : i + 2]
+    return col._replace(data=tuple(data))
 
 
 def run_command(seed, col, preset, out, csv_path, row_name=None, run_options=(), train_options=()):
@@ -111,12 +145,14 @@ def run_command(seed, col, preset, out, csv_path, row_name=None, run_options=(),
     cmd += ["--", *grid_plan.COMMON, *train_options]
     sizes = dict(zip(col.data[::2], col.data[1::2]))
     suffix = data_suffix(False, {k.lstrip("-"): v for k, v in sizes.items()})
+    suffix += "-nb" if "--notebook" in run_options else ""
     return cmd, out / "runs" / (row_name or preset) / f"{col.task}{suffix}" / f"seed{seed}"
 
 
 def parse(argv, usage):
     p = runs.Parser(USAGE.format(usage=usage))
     p.add_argument("--budget", default="short")
+    p.add_argument("--path", default="default")
     p.add_argument("--out")
     p.add_argument("--csv")
     p.add_argument("--threads", default="1")
@@ -128,7 +164,9 @@ def parse(argv, usage):
     args = p.parse_args(argv)
     args.threads = runs.check_positive(args.threads, "--threads")
     runs.check_choice(args.budget, "--budget", ("short", "paper"))
+    runs.check_choice(args.path, "--path", ("default", "notebook"))
     name = "compgen-paper" if args.budget == "paper" else "compgen-grid"
+    name += "-notebook" if args.path == "notebook" else ""
     args.out = Path(args.out or ROOT / "work" / name).absolute()
     args.csv = Path(args.csv or ROOT / "docs" / f"{name}.csv").absolute()
     if args.max_runs is not None:
@@ -141,7 +179,9 @@ def parse(argv, usage):
 def show_plan(args, cells):
     """--list: the columns, rows, tagging models and every cell with its state."""
     columns, rows = grid_plan.BUDGETS[args.budget]
-    print(f"budget {args.budget}; columns (task, updates or eN = N epochs, data options, block):")
+    print(
+        f"budget {args.budget}, path {args.path}; columns (task, updates or eN = N epochs, data options, block):"
+    )
     for c in columns:
         print(f"  {c.task:<13} {c.budget:>5}  {' '.join(c.data):<28} {c.block}")
     print("rows (preset, seeds, extra options, only these columns):")
@@ -164,7 +204,7 @@ def show_plan(args, cells):
     print(f"cells in run order (state: done = in {args.csv}, partial = has a run folder, todo):")
     n_done = 0
     for seed, col, row in cells:
-        _, run_dir = cell_command(seed, col, row, args.out, args.csv)
+        _, run_dir = cell_command(seed, col, row, args.out, args.csv, args.path)
         state = "partial" if run_dir.is_dir() else "todo"
         if (row.preset, col.task, str(seed)) in finished:
             state, n_done = "done", n_done + 1
@@ -222,6 +262,8 @@ def main(argv, prog="grid", usage="scripts/experiment.py grid"):
     args = parse(argv, usage)
     grid_plan.check_tagging()
     cells = grid_plan.plan(args.budget, args.only_task, args.only_preset)
+    if args.path == "notebook":  # the seq2seq notebook's path: no tagging column
+        cells = [cell for cell in cells if cell[1].task != TAGGING_TASK]
     if not cells:
         raise ExperimentError("no cell matches --only-task/--only-preset")
     if args.list:
@@ -230,7 +272,7 @@ def main(argv, prog="grid", usage="scripts/experiment.py grid"):
         finished = runs.done_cells(args.csv)
         for seed, col, row in cells:
             if (row.preset, col.task, str(seed)) not in finished:
-                print(" ".join(cell_command(seed, col, row, args.out, args.csv)[0]))
+                print(" ".join(cell_command(seed, col, row, args.out, args.csv, args.path)[0]))
         return 0
 
     runs.tool_environment(args.threads)
@@ -259,7 +301,7 @@ def main(argv, prog="grid", usage="scripts/experiment.py grid"):
         try:
             if key in runs.done_cells(args.csv):
                 continue
-            cmd, run_dir = cell_command(seed, col, row, args.out, args.csv)
+            cmd, run_dir = cell_command(seed, col, row, args.out, args.csv, args.path)
             log(f"run: {name} ({col.budget} updates)")
             start = time.time()
             if subprocess.run(cmd, pass_fds=(lock.fileno(),)).returncode == 0:
