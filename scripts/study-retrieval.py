@@ -128,7 +128,7 @@ def run_one(run, protocol, out, lock):
     run_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     log_path = run_dir / "train.log"
-    # A run cut short (session end, kill) resumes from its checkpoint_last.pt: the log is
+    # A run cut short (logout, kill) resumes from its checkpoint_last.pt: the log is
     # appended to, and each process's wall and CPU time is kept in its own segment file, updated
     # while it runs, so the row's cost adds up every segment, including interrupted ones.
     segment = run_dir / f"segment-{len(list(run_dir.glob('segment-*.json'))) + 1}.json"
@@ -136,7 +136,7 @@ def run_one(run, protocol, out, lock):
         proc = subprocess.Popen(
             ["nice", "-n", "10", *train_command(run, protocol, run_dir)],
             stdout=log, stderr=subprocess.STDOUT, env=env, cwd=run_dir,
-            # its own session: the kernel's autogroup scheduling then weighs it as one
+            # setsid: the kernel's autogroup scheduling then weighs it as one
             # process group, as each background experiment is, not as a share of ours
             start_new_session=True,
         )  # fmt: skip

@@ -5,7 +5,7 @@ plugin_tools.experiments`` or ``scripts/experiment.py``).
   seed (scripts/compgen-run.sh);
 - :mod:`.cogs_tagging_run`: ``cogs-tagging-run``, COGS as sequence tagging, per seed
   (scripts/cogs-tagging-run.sh);
-- :mod:`.grid`: ``grid`` (the issue-13 grid and the paper-budget grid, scripts/compgen-grid.sh;
+- :mod:`.grid`: ``grid`` (the short-budget grid and the paper-budget grid, scripts/compgen-grid.sh;
   the plan is :mod:`.grid_plan`);
 - :mod:`.paper_variants`: ``paper-variants``, one factor of a paper-budget row at a time
   (scripts/paper-variants.sh);

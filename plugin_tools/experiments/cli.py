@@ -1,10 +1,16 @@
 """The experiment program: `python -m plugin_tools.experiments SUBCOMMAND ...` or
-`scripts/experiment.py SUBCOMMAND ...`. The old shell entry points (scripts/compgen-run.sh, ...)
-are one-line wrappers that pass `--called-as SCRIPT`, so that their help and error lines read as
-before (`compgen-run.sh: ...`)."""
+`scripts/experiment.py SUBCOMMAND ...`. The shell entry points (scripts/compgen-run.sh, ...) are
+one-line wrappers (scripts/lib/common.sh's `experiment`) that pass `--prog "$0"` first, so that
+their help and error lines read as before (`compgen-run.sh: ...`); a driver that records its
+command line (compare-nmt) gets that path as `argv0`. (scripts/compgen-grid.sh still passes the
+old name of the option, `--called-as NAME`, accepted the same.)"""
 
 import importlib
+import inspect
+import os
 import sys
+
+from plugin_tools.cli import called_as
 
 from . import runs
 
@@ -15,9 +21,13 @@ SUBCOMMANDS = {
     "grid": ("grid:main", "the compgen grid (short or paper budget), resumable"),
     "paper-variants": (
         "paper_variants:main",
-        "one-factor variants of paper-budget rows (issue 21), resumable",
+        "one-factor variants of paper-budget rows, resumable",
     ),
-    "study-nmt": ("studies:main_nmt", "the Multi30k En-De study (compare-nmt.sh), resumable"),
+    "study-nmt": ("studies:main_nmt", "the Multi30k En-De study (compare-nmt), resumable"),
+    "compare-nmt": (
+        "nmt_compare:main",
+        "train, decode and compare NMT systems (configs, seeds), resumable",
+    ),
     "study-lm": ("studies:main_lm", "the WikiText-2 LM study (compare-lm.sh), resumable"),
     "timed": ("runs:main_timed", "a command as one time piece of a run folder (resumed runs)"),
     "run-archive": (
@@ -34,9 +44,9 @@ USAGE += "\nSUBCOMMAND --help: its options.\n"
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    called_as = None
-    if argv[:1] == ["--called-as"] and len(argv) >= 2:
-        called_as, argv = argv[1], argv[2:]
+    if argv[:1] == ["--called-as"]:  # scripts/compgen-grid.sh's name of --prog
+        argv[0] = "--prog"
+    invoked, argv = called_as(argv, None)
     if argv[:1] in (["-h"], ["--help"]):
         sys.stdout.write(USAGE)
         return 0
@@ -49,7 +59,10 @@ def main(argv=None):
         return 2
     module_name, function = SUBCOMMANDS[name][0].split(":")
     body = getattr(importlib.import_module(f"{__package__}.{module_name}"), function)
-    prog, usage = name, f"scripts/experiment.py {name}"
-    if called_as:
-        prog, usage = called_as, f"scripts/{called_as}"
-    return runs.main_of(prog, lambda a: body(a, prog=prog, usage=usage), rest)
+    kwargs = {"prog": name, "usage": f"scripts/experiment.py {name}"}
+    if invoked:
+        prog = os.path.basename(invoked)
+        kwargs.update(prog=prog, usage=f"scripts/{prog}")
+        if "argv0" in inspect.signature(body).parameters:
+            kwargs["argv0"] = invoked
+    return runs.main_of(kwargs["prog"], lambda a: body(a, **kwargs), rest)

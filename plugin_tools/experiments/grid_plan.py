@@ -1,6 +1,5 @@
 """The plan of the compgen grid (`grid`, scripts/compgen-grid.sh): its columns, rows and the COGS
-tagging models, at the short budget (issue 13) and at the authors' budget (`--budget paper`,
-issue 21). The grid runs it and the report (:mod:`.grid_report`) counts it."""
+tagging models, at the short budget and at the authors' budget (`--budget paper`). The grid runs it and the report (:mod:`.grid_report`) counts it."""
 
 from typing import NamedTuple
 
@@ -52,8 +51,8 @@ COLUMNS = [
     Column("cogs", "2000", COGS_DATA),
     Column(TAGGING_TASK, "4000"),
 ]
-# The authors' budgets (seq2seq.ipynb and cogs_tagging.ipynb, issue 21), blocks in the issue's
-# order of priority. Same data options as the short grid (the valid split only picks the best
+# The authors' budgets (seq2seq.ipynb and cogs_tagging.ipynb), blocks in their order of
+# priority. Same data options as the short grid (the valid split only picks the best
 # checkpoint, reported beside the final one).
 PAPER_COLUMNS = [
     Column(TAGGING_TASK, "e16", (), 1),
@@ -65,13 +64,12 @@ PAPER_COLUMNS = [
     Column("scan-addjump", "e24", VALID_500, 4),
     Column("addneg", "e10", VALID_256, 5),
 ]
-# The issue asks 3 seeds for abs, rel2-eb-c and comp-rel2-eb-c; the grid did not fit its budget
-# (about 9 CPU hours against 5), and the issue's first cut is the fourth row's extra seed, so
-# rel2-eb-c has 2. compgen_small_2s is the paper's small-2s of Table 4: rel2-eb-c with weight
-# sharing (the preset alone is abs without copy decoder). The issue-26 rows (ALiBi, T5 bias,
+# 3 seeds for abs and comp-rel2-eb-c, 2 for the others: with a third seed of rel2-eb-c too the
+# grid would be about 9 CPU hours against a budget of about 5. compgen_small_2s is the paper's small-2s of Table 4: rel2-eb-c with weight
+# sharing (the preset alone is abs without copy decoder). The position-scheme rows (ALiBi, T5 bias,
 # RoPE, NoPE decoder, the Neural Data Router, each with the copy decoder as the best existing
 # row, and one scheme with compositional attention; T5 until the grid says which scheme is best)
-# run the issue's columns only, 2 seeds as rel2-eb-c: about 4.2 CPU hours. rel-eb-c is their
+# run NEW_SCHEME_COLUMNS only, 2 seeds as rel2-eb-c: about 4.2 CPU hours. rel-eb-c is their
 # one-factor baseline: the same model with rel-eb in self-attention (the schemes replace it; the
 # NoPE row removes it from the decoder) and, like them, no relative cross-attention (rel2-eb-c has
 # it), so each scheme is compared with one factor changed (about 0.7 CPU hours).

@@ -1,4 +1,4 @@
-"""Finished runs kept in the checkout. A study takes more CPU hours than one session on a
+"""Finished runs kept in the checkout. A study takes more CPU hours than one sitting on a
 2-core machine, and its output folder (outputs/, ignored by git) does not outlive the machine. So
 every finished run's own files (logs, hypotheses, scores, time pieces, done markers; not its
 checkpoints or locks) are copied into an archive folder that is committed (docs/study-runs/...),

@@ -160,12 +160,18 @@ def main_of(prog, body, argv):
         signal.signal(signal.SIGTERM, previous)
 
 
+def use_venv():
+    """The project's venv first on PATH (fairseq's tools), when it exists and is not there yet."""
+    venv = ROOT / ".venv" / "bin"
+    path = os.environ.get("PATH", "")
+    if venv.is_dir() and str(venv) not in path.split(os.pathsep):
+        os.environ["PATH"] = f"{venv}{os.pathsep}{path}"
+
+
 def tool_environment(threads=None):
     """The environment of the drivers' subprocesses: the project's venv first on PATH (fairseq's
-    tools, the scripts' python) and OMP_NUM_THREADS (THREADS, else the caller's, else 1)."""
-    venv = ROOT / ".venv" / "bin"
-    if venv.is_dir():
-        os.environ["PATH"] = f"{venv}{os.pathsep}{os.environ.get('PATH', '')}"
+    tools) and OMP_NUM_THREADS (THREADS, else the caller's, else 1)."""
+    use_venv()
     if threads is not None:
         os.environ["OMP_NUM_THREADS"] = str(threads)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -366,7 +372,7 @@ class TimePiece:
     (fairseq's tools, the scoring scripts), which unlike the wall time does not grow when other
     jobs share the CPU.
 
-    A piece killed without a chance to record itself (SIGKILL, the machine or session going away)
+    A piece killed without a chance to record itself (SIGKILL, the machine or the login going away)
     would lose its time, and a resumed run would then report only its last piece. So while a
     piece runs, a heartbeat rewrites DIR/time.open every HEARTBEAT seconds with the piece's time
     so far (the CPU of the running children read from /proc, where there is one), and the next

@@ -1,4 +1,4 @@
-"""The statistics and the rules of the real-data studies (issue 22), pure Python (scipy only
+"""The statistics and the rules of the real-data studies, pure Python (scipy only
 for the t distribution's tail, imported where it is needed):
 
 - :func:`paired_t_test`: the across-seed test of two systems, paired by training seed (the same
@@ -12,7 +12,7 @@ for the t distribution's tail, imported where it is needed):
 import math
 import statistics
 
-# The LM stopping rule (issue 22; stated in configs/lm/wikitext2-study-baseline.sh and the
+# The LM stopping rule (stated in configs/lm/wikitext2-study-baseline.sh and the
 # report): train epoch by epoch; stop after epoch e >= MIN_EPOCHS once the validation perplexity
 # improved by less than MIN_GAIN (relative) over epoch e - 1, and at MAX_EPOCHS at the latest.
 MIN_GAIN = 0.01
