@@ -359,6 +359,9 @@ def test_grid_notebook_path_commands(tmp_path):
     )
     lines = proc.stdout.splitlines()
     assert lines and all(" compgen-run " in line and " --notebook " in line for line in lines)
+    for line in lines:  # a data set per seed, as the notebook draws one per repetition
+        seed = line.split(" --seed ")[1].split()[0]
+        assert f" --data-seed {seed} " in line
     assert not any("cogs-tagging" in line for line in lines)
     cogs = [line for line in lines if " cogs " in line]
     assert cogs and all("--test" not in line for line in cogs)

@@ -58,7 +58,8 @@ Two paths (--path):
                    "The authors' notebook and our pipeline"): every run gets compgen-run
                    --notebook (the notebook's data preparation, batches, LayerNorm epsilon,
                    initialisation, output bias, copy attention over padding, post-padding to
-                   one length, schedule from 0), COGS is scored on the whole gen split, and the
+                   one length, schedule from 0), each seed has its own data set (--data-seed
+                   SEED), COGS is scored on the whole gen split, and the
                    COGS tagging column (another notebook) is left out. Default --out / --csv get
                    a -notebook suffix (e.g. work/compgen-paper-notebook,
                    docs/compgen-paper-notebook.csv). `--budget paper --path notebook` is the
@@ -110,7 +111,8 @@ def cell_command(seed, col, row, out, csv_path, path="default"):
             row.preset,
             out,
             csv_path,
-            run_options=("--notebook",),
+            # the notebook draws its data anew every repetition: one data set per seed
+            run_options=("--notebook", "--data-seed", str(seed)),
             train_options=extra,
         )
     return run_command(seed, col, row.preset, out, csv_path, train_options=extra)
