@@ -3,7 +3,9 @@ checkpoints, no corpora), into a temporary folder; and a number edited by hand i
 document is generated from changes the document (so a hand edit of the document cannot pass)."""
 
 import csv
+import gzip
 import json
+import re
 import shutil
 
 import pytest
@@ -112,25 +114,98 @@ def test_lm_results_change_with_a_number(tmp_path):
     assert doc.read_bytes() != committed("results-lm.md")
 
 
+NMT = [("nmt-ende", "results-nmt.md"), ("nmt-deen", "results-nmt-deen.md")]
+
+
 @pytest.mark.slow  # the significance tests of every seed (bootstrap and randomization): minutes
-@pytest.mark.parametrize(
-    "archive,name", [("nmt-ende", "results-nmt.md"), ("nmt-deen", "results-nmt-deen.md")]
-)
+@pytest.mark.parametrize("archive,name", NMT)
 def test_nmt_results_regenerate(tmp_path, archive, name):
     doc = tmp_path / name
     study_report.regenerate(DOCS / "study-runs" / archive, doc)
     assert doc.read_bytes() == committed(name)
 
 
+@pytest.mark.slow  # as above: one direction is enough to see a hand edit fail
+def test_nmt_results_change_with_a_number(tmp_path):
+    archive = tmp_path / "nmt-deen"
+    shutil.copytree(DOCS / "study-runs" / "nmt-deen", archive)
+    log = archive / "multi30k-deen-baseline" / "seed1" / "train.log.gz"
+    text = gzip.decompress(log.read_bytes()).decode()
+    best = min(float(x) for x in re.findall(r"valid on 'valid' subset \| loss ([0-9.]+) ", text))
+    edited = text.replace(f"| loss {best:.3f} |", f"| loss {best - 0.1:.3f} |")
+    assert edited != text
+    log.write_bytes(gzip.compress(edited.encode()))
+    doc = tmp_path / "results-nmt-deen.md"
+    study_report.regenerate(archive, doc)
+    assert doc.read_bytes() != committed("results-nmt-deen.md")
+    assert f"| {best - 0.1:.3f} |" in doc.read_text()  # the best valid loss of that run
+
+
+# ------------------------------------------------------------------------------ provenance
+
+STUDY_DOCS = ["results-lm.md"] + [name for _, name in NMT]
+
+
+@pytest.mark.parametrize("name", STUDY_DOCS)
+def test_committed_provenance_is_relative_and_timeless(name):
+    """The provenance beside a document: relative paths only, no time of writing (the same
+    runs written the same way give the same file)."""
+    f = DOCS / name.replace(".md", ".provenance.json")
+    record = json.loads(f.read_text())
+    assert set(record) <= {"runs_made_on", "written_from", "written_by"}, name
+    assert record["written_from"].startswith("docs/study-runs/"), name
+    assert record["written_by"].endswith(f" --doc docs/{name}"), name
+    text = f.read_text()
+    assert "/tmp" not in text and str(ROOT) not in text and "/work/" not in text, name
+    assert not re.search(r"\b20\d\d-\d\d-\d\d|\bUTC\b", text), name
+
+
+def test_regenerating_elsewhere_leaves_the_committed_provenance(tmp_path):
+    committed_record = (DOCS / "results-lm.provenance.json").read_bytes()
+    doc = tmp_path / "results-lm.md"
+    study_report.regenerate(DOCS / "study-runs" / "lm", doc)
+    assert (DOCS / "results-lm.provenance.json").read_bytes() == committed_record
+    written = json.loads((tmp_path / "results-lm.provenance.json").read_text())
+    record = json.loads(committed_record)
+    assert written["runs_made_on"] == record["runs_made_on"]  # carried from the committed one
+    assert written["written_from"] == record["written_from"]
+    assert (
+        written["written_by"] == f"scripts/study-report.py archive docs/study-runs/lm --doc {doc}"
+    )
+
+
+RESULTS = [
+    "results-nmt.md",
+    "results-nmt-deen.md",
+    "results-lm.md",
+    "compgen-results.md",
+    "results-contextual-retrieval.md",
+]
+
+
 def test_no_time_machine_or_absolute_path_in_the_documents():
-    for name in (
-        "results-nmt.md",
-        "results-nmt-deen.md",
-        "results-lm.md",
-        "compgen-results.md",
-        "results-contextual-retrieval.md",
-    ):
+    for name in RESULTS:
         text = (DOCS / name).read_text()
         assert "/work/" not in text and str(ROOT) not in text, name
         assert " UTC" not in text and "## Machine" not in text, name
         assert "../shared" not in text, name
+
+
+# Development history a reader has no use for: issue numbers, sessions of work, dates and times
+# of runs (a run's date stays in the CSV or archive it is generated from, not in the document).
+HISTORY = re.compile(
+    r"\bissues?[- ]?#?\d|\bsessions?\b|\b20\d\d-\d\d-\d\d|\b\d\d:\d\d(:\d\d)?\b"
+    r"|\b\d{1,2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]* 20\d\d\b",
+    re.IGNORECASE,
+)
+
+
+@pytest.mark.parametrize("path", [f"docs/{n}" for n in RESULTS] + ["docs/results.md", "README.md"])
+def test_no_development_history_in_the_documents(path):
+    found = [
+        f"{path}:{i}: {m.group(0)!r}"
+        for i, line in enumerate((ROOT / path).read_text().splitlines(), 1)
+        for m in [HISTORY.search(line)]
+        if m
+    ]
+    assert not found, "\n".join(found)

@@ -1,4 +1,4 @@
-# WikiText-2 study of issue 22: the paper's matched baseline of the compositional LM
+# WikiText-2 study: the paper's matched baseline of the compositional LM
 # (compositional_transformer_lm_baseline: the compositional LM's shared pre-norm layers, width,
 # depth, heads and ffn 2752, with fairseq's multi-head attention instead of compositional
 # attention). It differs from wikitext2-study-compositional.sh in the attention alone: 1,798,208

@@ -1,4 +1,4 @@
-# Multi30k German->English (issue 22): the Graph-Transformer at the paper's own direction (its
+# Multi30k German->English: the Graph-Transformer at the paper's own direction (its
 # De-En result, docs/method.md §3.7). Data: bash scripts/prepare-multi30k.sh
 # data-bin/multi30k.de-en --src de --tgt en (the same corpus and joint BPE as the En-De study).
 # The study: bash scripts/study-nmt.sh --direction de-en. Recipe, budget and decoding (beam 5,

@@ -1,4 +1,4 @@
-# Multi30k En->De study (issue 22): the second baseline, stock fairseq `transformer` with the
+# Multi30k En->De study: the second baseline, stock fairseq `transformer` with the
 # parameter count of the largest system. The largest is the full-dimension self-gate
 # Graph-Transformer (2,781,696 parameters with the joined 7,788-type dictionary against the
 # baseline's 2,385,408: +16.6%); widening the six ffn blocks from 512 to 768 adds

@@ -1,5 +1,5 @@
 # Multi30k English->German (WMT16 multimodal task 1; valid = val, test = test_2016_flickr), the
-# study of issue 14: stock fairseq `transformer` with the shared recipe of every multi30k-ende-*
+# En-De study: stock fairseq `transformer` with the shared recipe of every multi30k-ende-*
 # system (the others source this file and change the architecture only).
 # Run the whole study (prepare, train, decode, significance, curves, docs/results-nmt.md):
 #   bash scripts/study-nmt.sh
@@ -12,14 +12,14 @@
 # epoch), validation loss every epoch; training stops when the validation loss has not improved
 # for 3 epochs (--patience 3) or after 7 epochs (--max-epoch 7), whichever comes first;
 # checkpoint_best.pt (lowest validation loss) is decoded with beam 5, lenpen 1.0.
-# Budget (issue 14: about 3 CPU hours for the NMT and LM studies together; this one about 1.9):
+# Budget (one seed of four systems, the wide baseline aside: about 1.9 CPU hours planned):
 # measured on the shared 2-core machine (20-update runs with 4096-token batches, CPU seconds of
 # one thread, start-up subtracted), an update costs 1.1 CPU-s at d 128 (compositional 1.45;
 # Graph-Transformer about 1.3x the baseline) and 2.3 at d 256. With 2048-token batches (about
 # 300 updates per epoch) an epoch costs about 2.8 CPU-min for the baseline, 3.7 compositional,
-# 3.5 Graph-Transformer weight-gate, about 3.9 sum/self-gate (full dimension); the issue-14 run
+# 3.5 Graph-Transformer weight-gate, about 3.9 sum/self-gate (full dimension); a one-seed run
 # measured 2.7, 3.1, 2.9 and 3.3 (90 CPU-min for seed 1 of four systems, the losing selection
-# candidate included). Issue 22 (3 seeds, the wide baseline added, about 3.0 CPU-min an epoch):
+# candidate included). The study (3 seeds, the wide baseline added, about 3.0 CPU-min an epoch):
 # 7 epochs x (2.7 + 3.0 + 3.1 + 2.9 + 3.3) = 105 CPU-min a seed, 3 seeds plus the selection
 # loser (7 min) and decoding (15 runs, about 1 CPU-min each): about 5.6 CPU-hours, 2.8 wall
 # hours on two cores (two processes, see scripts/study-nmt.sh --help). The De-En study

@@ -60,7 +60,7 @@ multi-head attention, the compositional LM's width, depth and ffn); the composit
   --sweep-updates N   default 300 (a quarter of an epoch of 2048-token updates)
   --sweep-widenings N how often the grid may grow past an edge that won (default 2; 0: never)
   --vocab N           sentencepiece vocabulary (default 8000)
-  --min-epochs N, --max-epochs N   the stopping rule's bounds (default 2 and 5, issue 22's
+  --min-epochs N, --max-epochs N   the stopping rule's bounds (default 2 and 5, the study's
                       rule: under 1% gain per epoch, or 5 epochs). A lower cap is a budget
                       choice; rerunning with a higher --max-epochs continues every run the cap
                       stopped (resumes from its checkpoint_last.pt)
@@ -79,7 +79,7 @@ multi-head attention, the compositional LM's width, depth and ffn); the composit
   --only RUNS         train only these seed runs (SYSTEM:SEED, comma-separated, e.g.
                       compositional:1,matched:2; SYSTEM one of baseline, matched,
                       compositional) after the sweep, and write no document: to place the
-                      long runs where they can finish (a session, a machine); the study's
+                      long runs where they can finish (another machine or process); the study's
                       command without --only reports once every run is there
 """
 
