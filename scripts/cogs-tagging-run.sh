@@ -1,3 +1,6 @@
 #!/usr/bin/env bash
 # `scripts/experiment.py cogs-tagging-run` (plugin_tools/experiments/cogs_tagging_run.py): see --help.
-exec python3 "$(dirname "$0")/experiment.py" --called-as cogs-tagging-run.sh cogs-tagging-run "$@"
+set -euo pipefail
+# shellcheck source=lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+experiment cogs-tagging-run "$@"

@@ -1,3 +1,6 @@
 #!/usr/bin/env bash
 # `scripts/experiment.py compgen-run` (plugin_tools/experiments/compgen_run.py): see --help.
-exec python3 "$(dirname "$0")/experiment.py" --called-as compgen-run.sh compgen-run "$@"
+set -euo pipefail
+# shellcheck source=lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+experiment compgen-run "$@"

@@ -109,7 +109,7 @@ if [[ -n $only_system ]]; then
 fi
 
 echo "== 1. embedded synthetic translation task"
-python "$root/scripts/make-demo-data.py" "$out/raw"
+py "$root/scripts/make-demo-data.py" "$out/raw"
 echo "== 2. prepare (fairseq-preprocess, joined dictionary)"
 bash "$root/scripts/prepare-translation.sh" --src src --tgt tgt --train "$out/raw/train" \
   --valid "$out/raw/valid" --test "$out/raw/test" --out "$out/prep" --tokenizer none --bpe none \

@@ -45,7 +45,7 @@ if [[ -z $tps ]]; then
   # the training value (fairseq-eval-lm itself would default to 1024); the plugin of --user-dir
   tps_err=$(mktemp)
   tps=$(PYTHONPATH=$(dirname "$user_dir"):$root${PYTHONPATH:+:$PYTHONPATH} \
-        python "$root/scripts/checkpoint-setting.py" "$ckpt" tokens_per_sample 2>"$tps_err") \
+        py "$root/scripts/checkpoint-setting.py" "$ckpt" tokens_per_sample 2>"$tps_err") \
     || { err=$(grep '^fairseq_plugins: error: ' "$tps_err" | tail -n 1 || true); rm -f "$tps_err"
          [[ -n $err ]] && die "${err#fairseq_plugins: error: }"
          die "$ckpt: could not read tokens_per_sample from it (pass --tokens-per-sample)"; }

@@ -63,7 +63,7 @@ fairseq-generate "$data" --user-dir "$root/fairseq_plugins" --path "$ckpt" --gen
        exit 1; }
 mv "$tmp" "$out/generate-$subset.txt"
 grep '^Generate' "$out/generate-$subset.txt" || true
-score=(python "$root/scripts/score-translation.py" "$out/generate-$subset.txt" --out "$out" --lang "${lang:-en}" --detok "$detok")
+score=(py "$root/scripts/score-translation.py" "$out/generate-$subset.txt" --out "$out" --lang "${lang:-en}" --detok "$detok")
 [[ -n $ref ]] && score+=(--ref "$ref")
 "${score[@]}"
 echo "$prog: outputs in $out (hyp.txt, ref.txt, scores.json)"

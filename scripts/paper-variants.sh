@@ -1,3 +1,6 @@
 #!/usr/bin/env bash
 # `scripts/experiment.py paper-variants` (plugin_tools/experiments/paper_variants.py): see --help.
-exec python3 "$(dirname "$0")/experiment.py" --called-as paper-variants.sh paper-variants "$@"
+set -euo pipefail
+# shellcheck source=lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+experiment paper-variants "$@"

@@ -17,4 +17,5 @@ USAGE
 }
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 if wants_help "$@"; then usage; exit 0; fi
-exec python "$root/scripts/prepare-translation.py" "$@"  # parses the options (one-line errors)
+python=$(python_cmd)
+exec "$python" "$root/scripts/prepare-translation.py" "$@"  # parses the options (one-line errors)

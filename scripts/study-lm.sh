@@ -1,3 +1,6 @@
 #!/usr/bin/env bash
 # `scripts/experiment.py study-lm` (plugin_tools/experiments/studies.py): see --help.
-exec python3 "$(dirname "$0")/experiment.py" --called-as study-lm.sh study-lm "$@"
+set -euo pipefail
+# shellcheck source=lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+experiment study-lm "$@"

@@ -53,4 +53,4 @@ if ! tool corpora --prog "$prog" check 2>/dev/null; then
     || log "some corpora could not be fetched; the tests that need them are skipped"
 fi
 log pytest
-python -m pytest -q "${pytest_args[@]}"
+py -m pytest -q "${pytest_args[@]}"

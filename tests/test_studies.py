@@ -74,21 +74,21 @@ def test_study_report_errors(tmp_path):
 
 @pytest.mark.parametrize("direction", ["en-de", "de-en"])
 def test_study_prepares_data_once_then_runs_the_comparison(direction, tmp_path, monkeypatch):
-    """What `study-nmt` runs (in-process, with the subprocess and the exec stubbed): the data
-    preparation when its dictionary is missing, the invocation file, then the comparison
-    pipeline with the direction's configs, 3 seeds, the smoke budget and the options after
-    `--`."""
+    """What `study-nmt` runs (in-process, with the subprocess and the comparison stubbed): the
+    data preparation when its dictionary is missing, the invocation file, then the comparison
+    pipeline (nmt_compare, recorded as scripts/compare-nmt.sh) with the direction's configs, 3
+    seeds, the smoke budget and the options after `--`."""
     kind = "nmt"
     from plugin_tools.experiments import studies
 
     ran, execd = [], []
     monkeypatch.setattr(studies.subprocess, "run", lambda cmd, **kw: ran.append(cmd) or _Done())
 
-    def fake_exec(prog, argv):
-        execd.append(argv)
+    def fake_compare(argv, prog, usage, argv0):
+        execd.append(["bash", argv0, *argv])
         raise SystemExit(0)
 
-    monkeypatch.setattr(studies.os, "execvp", fake_exec)
+    monkeypatch.setattr(studies.nmt_compare, "main", fake_compare)
     monkeypatch.chdir(tmp_path)  # the study changes to the checkout; restored afterwards
     out = tmp_path / "out"
     argv = ["--out", str(out), "--smoke", "--threads", "1", "--direction", direction]

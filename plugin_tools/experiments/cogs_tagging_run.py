@@ -116,7 +116,7 @@ def main(argv, prog="cogs-tagging-run", usage="scripts/experiment.py cogs-taggin
     data = out / "data"
 
     def build(tmp):
-        cmd = ["python", SCRIPTS / "cogs-tags.py", "--outdir", tmp]
+        cmd = [sys.executable, SCRIPTS / "cogs-tags.py", "--outdir", tmp]
         cmd += ["--raw-dir", args.raw_dir] if args.raw_dir else []
         if subprocess.run([str(c) for c in cmd]).returncode != 0:
             raise ExperimentError("cogs-tags.py failed")
@@ -167,7 +167,7 @@ def main(argv, prog="cogs-tagging-run", usage="scripts/experiment.py cogs-taggin
 def predict(data, run_dir, which, sfx):
     """scripts/cogs-tagging-predict.py on test and gen with checkpoint WHICH (RUN_DIR/predictSFX.txt,
     RUN_DIR/predSFX/); returns its `test:` and `gen:` summary lines (also printed)."""
-    cmd = ["python", SCRIPTS / "cogs-tagging-predict.py", data]
+    cmd = [sys.executable, SCRIPTS / "cogs-tagging-predict.py", data]
     cmd += [run_dir / "checkpoints" / f"checkpoint_{which}.pt", "--split", "test", "--split"]
     cmd += ["gen", "--outdir", run_dir / f"pred{sfx}"]
     runs.run_logged(

@@ -120,7 +120,7 @@ def prepare_data(args, data):
     key = runs.raw_dir_key(args.raw_dir) if args.raw_dir else ""
 
     def build(tmp):
-        cmd = ["python", SCRIPTS / "compgen-data.py", args.task, tmp / "raw"]
+        cmd = [sys.executable, SCRIPTS / "compgen-data.py", args.task, tmp / "raw"]
         cmd += ["--seed", args.data_seed] + (["--small"] if args.small else [])
         cmd += ["--notebook"] if args.notebook else []
         for name, _ in DATA_SIZES:
@@ -239,7 +239,7 @@ def evaluate(args, data, run_dir, which, sfx, split, categories, max_len):
         "fairseq-generate",
         stdout=run_dir / f"generate{sfx}.out",
     )
-    cmd = ["python", SCRIPTS / "seq-accuracy.py", run_dir / f"generate{sfx}.out"]
+    cmd = [sys.executable, SCRIPTS / "seq-accuracy.py", run_dir / f"generate{sfx}.out"]
     cmd += ["--ref", data / "raw" / f"{split}.tgt", "--json", run_dir / f"accuracy{sfx}.json"]
     if categories:
         cmd += ["--categories", data / "raw" / categories]

@@ -186,7 +186,7 @@ def require_tool(name):
 def check_arch(arch, *check_args):
     """Fail fast on an unknown --arch (fairseq-train says so only after data preparation)."""
     proc = subprocess.run(
-        ["python", str(SCRIPTS / "check-arch.py"), arch, *check_args],
+        [sys.executable, str(SCRIPTS / "check-arch.py"), arch, *check_args],
         capture_output=True,
         text=True,
     )

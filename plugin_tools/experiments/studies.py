@@ -1,8 +1,9 @@
 """`study-nmt` and `study-lm`: the real-data studies, one command each
 (scripts/study-nmt.sh and scripts/study-lm.sh are wrappers of them). study-nmt prepares the data
-once (under a lock), then runs the comparison pipeline scripts/compare-nmt.sh (which trains,
-decodes, tests and writes the results document with `report nmt`; two processes started alike
-share its runs). study-lm is lm_study.py (sweep, seeds, stopping rule, `report lm-study`)."""
+once (under a lock), then runs the comparison pipeline nmt_compare.py in this process, as
+scripts/compare-nmt.sh would (it trains, decodes, tests and writes the results document with
+`report nmt`; two processes started alike share its runs). study-lm is lm_study.py (sweep,
+seeds, stopping rule, `report lm-study`)."""
 
 import os
 import re
@@ -11,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import runs
+from . import nmt_compare, runs
 from .runs import ROOT, ExperimentError
 
 NMT_USAGE = """\
@@ -86,8 +87,11 @@ def parse(kind, argv, usage):
     return args
 
 
+COMPARE = "scripts/compare-nmt.sh"  # the comparison, as its command line is recorded
+
+
 def plan(kind, args):
-    """(data folder, its preparation command, the comparison command) of the NMT study."""
+    """(data folder, its preparation command, the comparison's arguments) of the NMT study."""
     smoke = "-smoke" if args.smoke else ""
     src, tgt = args.direction.split("-")
     deen = "-deen" if args.direction == "de-en" else ""
@@ -100,7 +104,7 @@ def plan(kind, args):
     prepare = ["bash", "scripts/prepare-multi30k.sh", data, "--src", src, "--tgt", tgt]
     prepare += ["--max-train-lines", "1000", "--max-eval-lines", "100"] if args.smoke else []
     cfgs = [f"configs/nmt/multi30k-{src}{tgt}-{s}.sh" for s in NMT_SYSTEMS[args.direction]]
-    compare = ["bash", "scripts/compare-nmt.sh", *cfgs, "--data", f"{data}/bin"]
+    compare = [*cfgs, "--data", f"{data}/bin"]
     compare += ["--out", args.out, "--seeds", args.seeds, "--tensorboard", "--doc", args.doc]
     if args.archive:  # the checkout's own folder stays relative in the recorded command
         inside = args.archive.is_relative_to(ROOT)
@@ -126,8 +130,12 @@ def run_study(kind, argv, prog, usage):
     Path(args.out).mkdir(parents=True, exist_ok=True)
     line = " ".join(shlex.quote(a) for a in [*invocation, *argv])
     Path(args.out, "study-invocation.txt").write_text(line + " \n")
-    sys.stdout.flush()
-    os.execvp("bash", compare + args.extra)
+    name = Path(COMPARE).name  # its messages and errors read as the pipeline's own
+
+    def comparison(argv):
+        return nmt_compare.main(argv, prog=name, usage=COMPARE, argv0=COMPARE)
+
+    return runs.main_of(name, comparison, compare + args.extra)
 
 
 def main_nmt(argv, prog="study-nmt", usage="scripts/experiment.py study-nmt"):

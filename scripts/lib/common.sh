@@ -82,8 +82,16 @@ use_venv() {
 }
 use_venv
 
-# python_cmd: the Python that runs the helpers (the venv's when on PATH, else python3)
+# python_cmd: the Python that runs every Python program of the scripts (the venv's, first on PATH
+# after use_venv, else python3); `py` runs one with it. (The Python side uses sys.executable.)
 python_cmd() { command -v python || command -v python3 || fail "no python on PATH (run bash scripts/setup.sh)"; }
+
+# py ARGS...: python_cmd's Python with ARGS
+py() {
+  local python
+  python=$(python_cmd)
+  "$python" "$@"
+}
 
 # tool MODULE ARGS...: the pure-Python helper plugin_tools.MODULE of this checkout (no torch or
 # fairseq needed, so it also runs without the venv)
@@ -94,8 +102,17 @@ tool() {
   PYTHONPATH=$root${PYTHONPATH:+:$PYTHONPATH} "$python" -m "plugin_tools.$module" "$@"
 }
 
+# experiment SUBCOMMAND ARGS...: the script is a wrapper of `scripts/experiment.py SUBCOMMAND`
+# (plugin_tools/experiments), which parses its options (one-line errors) and does the work;
+# `--prog "$0"` names the script in its help and messages (and records how it was invoked)
+experiment() {
+  local python
+  python=$(python_cmd)
+  exec "$python" "$root/scripts/experiment.py" --prog "$0" "$@"
+}
+
 # cuda_devices: how many CUDA devices torch sees (0 without torch, CUDA or a driver)
-cuda_devices() { python "$root/scripts/torch-info.py" cuda-devices 2>/dev/null || echo 0; }
+cuda_devices() { py "$root/scripts/torch-info.py" cuda-devices 2>/dev/null || echo 0; }
 
 # ------------------------------------------------- compare-lm.sh and compare-nmt.sh: options
 # What the two comparison scripts share, below. Each *_option function takes the remaining
@@ -192,7 +209,7 @@ log_wps() {
 # their N labels, into OUT/curves.png; `curves` is curves.png when it was written
 plot_curves() {
   local metric=$1 n=$2; shift 2
-  if python "$root/scripts/plot-curves.py" "${@:1:n}" --labels "${@:n+1}" --metric "$metric" \
+  if py "$root/scripts/plot-curves.py" "${@:1:n}" --labels "${@:n+1}" --metric "$metric" \
       --out "$out/curves.png" >&2; then
     curves=curves.png
   fi
@@ -232,7 +249,7 @@ report_done() {
   [[ -n $doc ]] || return 0
   local smoke_flag=()
   [[ $smoke == 1 ]] && smoke_flag=(--smoke)
-  python "$root/scripts/study-report.py" "$1" "$out" --doc "$doc" ${smoke_flag[@]+"${smoke_flag[@]}"} \
+  py "$root/scripts/study-report.py" "$1" "$out" --doc "$doc" ${smoke_flag[@]+"${smoke_flag[@]}"} \
     || die "could not write $doc (scripts/study-report.py $1 failed)"
   echo "$prog: wrote $doc" >&2
 }
