@@ -9,8 +9,10 @@ plugin_tools.experiments`` or ``scripts/experiment.py``).
   the plan is :mod:`.grid_plan`);
 - :mod:`.paper_variants`: ``paper-variants``, one factor of a paper-budget row at a time
   (scripts/paper-variants.sh);
+- :mod:`.nmt_compare` and :mod:`.lm_compare`: ``compare-nmt`` and ``compare-lm``, the comparison
+  pipelines (scripts/compare-{nmt,lm}.sh; what they share is :mod:`.compare`);
 - :mod:`.studies`: ``study-nmt`` and ``study-lm`` (scripts/study-{nmt,lm}.sh: data once, then the
-  comparison pipeline scripts/compare-nmt.sh; the LM study is :mod:`.lm_study`, its statistics
+  comparison pipeline :mod:`.nmt_compare`; the LM study is :mod:`.lm_study`, its statistics
   and rules :mod:`.study_stats`);
 - :mod:`.grid_report` and :mod:`.study_report`: ``report compgen`` and ``report nmt|lm``
   (scripts/compgen-grid-report.py, scripts/study-report.py); :mod:`.cli` dispatches.

@@ -24,6 +24,10 @@ SUBCOMMANDS = {
         "one-factor variants of paper-budget rows, resumable",
     ),
     "study-nmt": ("studies:main_nmt", "the Multi30k En-De study (compare-nmt), resumable"),
+    "compare-lm": (
+        "lm_compare:main",
+        "train and evaluate language models (configs), resumable",
+    ),
     "compare-nmt": (
         "nmt_compare:main",
         "train, decode and compare NMT systems (configs, seeds), resumable",

@@ -228,6 +228,32 @@ def best_valid_loss(text):
     return min(losses, key=lambda s: (float(s), s)) if losses else ""
 
 
+class RunFigures:
+    """A run's figures for the report: from RUN_DIR/train.seconds the wall and CPU `seconds`
+    and `cpu` of its training ("-" without the file; CPU "" when it holds one number), from
+    RUN_DIR/train.log (`log`, None when missing) the `params` and `wps` ("-" without the log)."""
+
+    def __init__(self, run_dir):
+        self.seconds = self.cpu = self.params = self.wps = "-"
+        f = Path(run_dir, "train.seconds")
+        if f.is_file():  # as `read -r seconds cpu < FILE`
+            words = f.read_text().split("\n")[0].split()
+            self.seconds, self.cpu = (words or [""])[0], " ".join(words[1:])
+        log = Path(run_dir, "train.log")
+        self.log, self.text = (
+            (str(log), log.read_text(errors="replace")) if log.is_file() else (None, "")
+        )
+        if self.log:
+            self.params, self.wps = log_params(self.text), log_wps(self.text)
+
+    def updates(self, lines_pattern):
+        """The num_updates of the last log line matching LINES_PATTERN ("-" if none)."""
+        if not self.log:
+            return "-"
+        lines = [ln for ln in self.text.splitlines() if re.search(lines_pattern, ln)]
+        return last_number(lines, r"num_updates ([0-9]+)")
+
+
 def last_number(lines, pattern, strip_zeros=False):
     """The number of PATTERN (one group) in the last of LINES, else -."""
     if not lines:

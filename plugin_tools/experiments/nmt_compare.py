@@ -370,27 +370,22 @@ class Comparison:
         """The run's row of the report and of OUT/runs.tsv."""
         name = c["NAME"]
         self.hyps.setdefault(seed, []).append(f"{run_dir}/generate-{self.args.subset}.txt")
-        params = updates = best = epochs = wps = seconds = cpu = "-"
-        f = Path(run_dir, "train.seconds")
-        if f.is_file():
-            words = f.read_text().split("\n")[0].split()
-            seconds, cpu = (words + ["", ""])[0], " ".join(words[1:])
-        log = Path(run_dir, "train.log")
-        if log.is_file():
-            self.logs.append(str(log))
+        figures = compare.RunFigures(run_dir)
+        updates = best = epochs = "-"
+        if figures.log:
+            self.logs.append(figures.log)
             self.labels.append(name)
-            text = log.read_text(errors="replace")
-            params = compare.log_params(text)
-            updates = compare.last_number(compare.valid_lines(text), r"num_updates ([0-9]+)")
-            train_lines = [ln for ln in text.splitlines() if re.search(r"\| train \| epoch", ln)]
+            updates = figures.updates(r"\| valid \|")
+            train_lines = [
+                ln for ln in figures.text.splitlines() if re.search(r"\| train \| epoch", ln)
+            ]
             epochs = compare.last_number(train_lines, r"epoch ([0-9]+)", strip_zeros=True)
-            wps = compare.log_wps(text)
-            best = compare.best_valid_loss(text) or "-"
+            best = compare.best_valid_loss(figures.text) or "-"
         arch = c["ARCH"] + (f" ({selected})" if selected else "")
         self.rows.append(
             f"| {name} | `{arch}` | {seed or 'config'} | `{cfg}` | {c['SRC']}→{c['TGT']} | "
-            f"{c['BEAM']} | {c['LENPEN']} | {params} | {epochs} | {updates} | {best} | "
-            f"{seconds} | {cpu or '-'} | {wps} |"
+            f"{c['BEAM']} | {c['LENPEN']} | {figures.params} | {epochs} | {updates} | {best} | "
+            f"{figures.seconds} | {figures.cpu or '-'} | {figures.wps} |"
         )
         cells = [name, seed, c["ARCH"], arch_cfg, run_dir, c["SRC"], c["TGT"], c["BEAM"]]
         with open(f"{self.out}/runs.tsv", "a") as tsv:

@@ -464,9 +464,8 @@ TIMED_USAGE = """Usage: scripts/experiment.py timed DIR -- COMMAND [ARGS...]
 
 Runs COMMAND as one time piece of the run folder DIR: its wall and CPU seconds are appended to
 DIR/wall.pieces and DIR/cpu.pieces (see TimePiece: a piece killed without recording itself is
-folded in by the next one, from its heartbeat). Exits with COMMAND's status. The shell drivers
-(compare-nmt.sh, compare-lm.sh) time fairseq-train with it, so that a resumed training reports
-the time of all its attempts.
+folded in by the next one, from its heartbeat). Exits with COMMAND's status. (The drivers time
+their training in-process with the same TimePiece; this is for a command of one's own.)
 """
 
 
