@@ -693,7 +693,7 @@ def eval_result(path):
     return out
 
 
-# Mittal et al.'s WikiText-103 result (METHOD.md section 1): test perplexity, compositional vs
+# Mittal et al.'s WikiText-103 result (docs/method.md §7): test perplexity, compositional vs
 # multi-head, 6 shared layers of d 512, tokens per sample 512, context window 400.
 PAPER_LM = {"compositional": 38.8, "baseline": 39.6}
 
