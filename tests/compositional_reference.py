@@ -90,33 +90,29 @@ def known_noise(bsz, searches, length, retrievals, dtype=torch.float32):
     return (1.7 * torch.sin(3.1 * s + 1.3 * t + 2.3 * r)).expand(bsz, -1, -1, -1).contiguous()
 
 
-def inject_noise(m, offset=None):
-    """Replace the module's Gumbel sampler by known_noise for the rows of the logits; with
-    offset=[t] (a list), positions continue from t (step-by-step decoding) and t advances."""
+def known_noise_sampler(offset=None):
+    """A sampler of known_noise for the rows of logits (B, S, T, last); with offset=[t] (a list),
+    positions continue from t (step-by-step decoding) and t advances."""
 
     def sample(logits):
-        bsz, searches, length, retrievals = logits.shape
+        bsz, searches, length, last = logits.shape
         start = 0 if offset is None else offset[0]
-        noise = known_noise(bsz, searches, start + length, retrievals, logits.dtype)
+        noise = known_noise(bsz, searches, start + length, last, logits.dtype)
         if offset is not None:
             offset[0] += length
         return noise[:, :, start:]
 
-    m.sample_gumbel = sample
+    return sample
+
+
+def inject_noise(m, offset=None):
+    """Replace the module's Gumbel sampler of the value scores (B, S, T, R) by known_noise."""
+    m.sample_gumbel = known_noise_sampler(offset)
     return m
 
 
 def inject_search_noise(m, offset=None):
     """As inject_noise, for the search logits (B, S, Tq, Tk): known_noise by query position and
     key index, so that a decoding step sees the rows of the full forward."""
-
-    def sample(logits):
-        bsz, searches, length, keys = logits.shape
-        start = 0 if offset is None else offset[0]
-        noise = known_noise(bsz, searches, start + length, keys, logits.dtype)
-        if offset is not None:
-            offset[0] += length
-        return noise[:, :, start:]
-
-    m.sample_search_gumbel = sample
+    m.sample_search_gumbel = known_noise_sampler(offset)
     return m
