@@ -2,8 +2,8 @@
 of the tagging and contextual-retrieval models' own options).
 
 They live with the option schema, not with the modules that implement them: modules import these
-names (and map each to their implementation), the schema never imports a module. No torch, no
-fairseq here.
+names and map each to their implementation in a ``ChoiceRegistry`` (the end of this file); the
+schema never imports a module. No torch, no fairseq, no imports here.
 """
 
 # --attention-type (and --decoder-attention-type, --cross-attention-type)
@@ -40,3 +40,36 @@ def unknown_choice(flag, value, choices):
     """The one-line error text of a value outside ``choices``."""
     shown = ", ".join(c for c in choices if c)
     return f"{flag}: unknown value {value!r} (choose from {shown})"
+
+
+class ChoiceRegistry(dict):
+    """The implementation of every value of one option, the plugin's one registry idiom (attention
+    types, position schemes, retrieval scorers, graph fusions): a dict from value to
+    implementation, filled by ``register(name)`` (a decorator, or ``register(name, entry)``) in
+    the file that holds the implementations; a lookup of a value it lacks raises the one-line
+    ``ValueError`` that names the flag. ``choices``: the option's vocabulary above, which
+    ``check_complete`` holds the registry to once every value is registered."""
+
+    def __init__(self, flag, choices):
+        super().__init__()
+        self.flag, self.choices = flag, tuple(choices)
+
+    def register(self, name, entry=None):
+        if name not in self.choices:
+            raise ValueError(f"{self.flag}: {name!r} is not in option_choices.py")
+        if name in self:
+            raise ValueError(f"{self.flag}: {name!r} is registered twice")
+
+        def add(implementation):
+            self[name] = implementation
+            return implementation
+
+        return add if entry is None else add(entry)
+
+    def __missing__(self, name):
+        raise ValueError(unknown_choice(self.flag, name, self.choices))
+
+    def check_complete(self):
+        missing = [name for name in self.choices if name not in self]
+        if missing:
+            raise RuntimeError(f"{self.flag}: no implementation of {', '.join(missing)}")

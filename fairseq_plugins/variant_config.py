@@ -21,6 +21,7 @@ from .option_choices import (
     ENCODER_ATTENTION_TYPES,
     GRAPH_FUSIONS,
     RETRIEVAL_SCORINGS,
+    ChoiceRegistry,
     unknown_choice,
 )
 
@@ -287,13 +288,217 @@ def set_variant_defaults(args):
             setattr(args, f.name, f.default)
 
 
+# -- the plan: what the parsed options build, one frozen slice per role ----------------------------
+# Every builder gets its own slice, handed to it: a stack (encoder, decoder) its StackPlan, a layer
+# the AttentionPlan of each of its attentions, an attention module the settings of its own kind.
+# Nothing past parse_options reads VariantConfig.
+
+
+@dataclass(frozen=True)
+class PositionPlan:
+    """The position scheme of one attention (``--rel-pos`` or the role's override) and the
+    settings of the schemes; ``causal``: a decoder self-attention (the T5 bucketing differs)."""
+
+    scheme: str = "none"
+    causal: bool = False
+    radius: int = 16
+    bias_per_head: bool = False
+    t5_num_buckets: int = 32
+    t5_max_distance: int = 128
+    rope_base: float = 10000.0
+
+
+@dataclass(frozen=True)
+class CompositionalPlan:
+    """The settings of a compositional attention (docs/method.md §1): searches, retrievals and
+    the retrieval value width (None: from the layer's heads and width), the value scorer."""
+
+    num_searches: Optional[int] = None
+    num_retrievals: Optional[int] = None
+    attn_dim: Optional[int] = None
+    retrieval_qk_dim: int = 32
+    scoring: str = "dot"
+    mlp_hidden: Optional[int] = None
+    query_from_search: bool = False
+    gumbel: bool = False
+    gumbel_temperature: float = 1.0
+    gumbel_in_eval: bool = False
+    gumbel_search: bool = False
+
+
+@dataclass(frozen=True)
+class GeometricPlan:
+    """The settings of the Neural Data Router's geometric attention."""
+
+    normalize: bool = True
+
+
+@dataclass(frozen=True)
+class AttentionPlan:
+    """One role's attention: its type (``kind``, a name of --encoder-attention-type), the
+    settings of that type (None for multihead), its position scheme, and whether it carries
+    RealFormer residual logits (--realformer)."""
+
+    kind: str = "multihead"
+    positions: PositionPlan = PositionPlan()
+    residual_logits: bool = False
+    settings: Optional[object] = None
+
+
+@dataclass(frozen=True)
+class GraphPlan:
+    """Graph-Transformer encoder layers (from layer 2 on): the attention of their three
+    attention parts, the fusion of the four parts, half dimension, shared q/k/v."""
+
+    attention: AttentionPlan
+    fusion: str = "weight-gate"
+    half_dim: bool = False
+    shared_qkv: bool = False
+
+
+@dataclass(frozen=True)
+class CopyPlan:
+    """The copy decoder: its V -> V projection (none, full, low-rank) and the low rank."""
+
+    projection: str = "none"
+    projection_dim: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class EncoderPlan:
+    """The encoder stack: its self-attention, absolute position embeddings kept, tied layers,
+    Graph-Transformer layers (None: off), NDR copy-gated layers (``copy_gate_drop``; None: off)."""
+
+    self_attention: AttentionPlan
+    absolute_positions: bool = True
+    share_layers: bool = False
+    graph: Optional[GraphPlan] = None
+    copy_gate_drop: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class DecoderPlan:
+    """The decoder stack: self- and cross-attention, absolute position embeddings kept, tied
+    layers, the copy decoder (None: off)."""
+
+    self_attention: AttentionPlan
+    cross_attention: AttentionPlan
+    absolute_positions: bool = True
+    share_layers: bool = False
+    copy: Optional[CopyPlan] = None
+
+
+@dataclass(frozen=True)
+class VariantPlan:
+    """What ``parse_options`` returns: the plan of every stack, and ``positions`` (``--rel-pos``
+    itself, before the per-role overrides: the tagging model's attention parent head)."""
+
+    encoder: EncoderPlan
+    decoder: DecoderPlan
+    positions: PositionPlan
+
+    def attention(self, role):
+        """The AttentionPlan of a role: encoder, decoder, cross or graph (None without
+        --graph-encoder)."""
+        graph = self.encoder.graph
+        return {
+            "encoder": self.encoder.self_attention,
+            "decoder": self.decoder.self_attention,
+            "cross": self.decoder.cross_attention,
+            "graph": graph.attention if graph is not None else None,
+        }[role]
+
+
+# The settings of each attention type, from the options (None: the type has none).
+ATTENTION_SETTINGS = ChoiceRegistry("--attention-type", ENCODER_ATTENTION_TYPES)
+ATTENTION_SETTINGS.register("multihead", lambda options: None)
+
+
+@ATTENTION_SETTINGS.register("compositional")
+def compositional_settings(options):
+    return CompositionalPlan(
+        options.num_searches,
+        options.num_retrievals,
+        options.compositional_attn_dim,
+        options.retrieval_qk_dim,
+        options.retrieval_scoring,
+        options.retrieval_mlp_hidden,
+        options.retrieval_query_from_search,
+        options.retrieval_gumbel,
+        options.retrieval_gumbel_temperature,
+        options.retrieval_gumbel_in_eval,
+        options.retrieval_gumbel_search,
+    )
+
+
+@ATTENTION_SETTINGS.register("geometric")
+def geometric_settings(options):
+    return GeometricPlan(normalize=not options.geometric_attention_unnormalized)
+
+
+ATTENTION_SETTINGS.check_complete()
+
+
+def position_plan(options, scheme, causal=False):
+    return PositionPlan(
+        scheme,
+        causal,
+        options.rel_pos_radius,
+        options.rel_pos_bias_per_head,
+        options.t5_num_buckets,
+        options.t5_max_distance,
+        options.rope_base,
+    )
+
+
+def attention_plan(options, role):
+    kind = options.attention_type_for(role)
+    return AttentionPlan(
+        kind,
+        position_plan(options, options.rel_pos_for(role), causal=role == "decoder"),
+        residual_logits=options.realformer,
+        settings=ATTENTION_SETTINGS[kind](options),
+    )
+
+
+def build_plan(options):
+    """The VariantPlan of checked options (a VariantConfig)."""
+    graph = None
+    if options.graph_encoder:
+        graph = GraphPlan(
+            attention_plan(options, "graph"),
+            options.graph_fusion,
+            options.graph_half_dim,
+            options.graph_shared_qkv,
+        )
+    encoder = EncoderPlan(
+        attention_plan(options, "encoder"),
+        options.absolute_positions("encoder"),
+        options.share_encoder_layers,
+        graph,
+        options.copy_gate_drop if options.encoder_copy_gate else None,
+    )
+    copy = None
+    if options.copy_decoder:
+        copy = CopyPlan(options.copy_projection, options.copy_projection_dim)
+    decoder = DecoderPlan(
+        attention_plan(options, "decoder"),
+        attention_plan(options, "cross"),
+        options.absolute_positions("decoder"),
+        options.share_decoder_layers,
+        copy,
+    )
+    return VariantPlan(encoder, decoder, position_plan(options, options.rel_pos))
+
+
 def parse_options(args, architecture=None, unavailable=None):
     """How every model kind reads its variant options, once, before anything is built:
     ``architecture(args)`` fills what the command line left unset (the model kind's base
     architecture), the options are read and checked, an option the model kind has no place for
     is refused (``unavailable``: option name -> its one-line error), and fairseq's
     --no-token-positional-embeddings is set when no side keeps absolute positions. ``args``: a
-    parsed namespace or a hydra config (missing options take their defaults)."""
+    parsed namespace or a hydra config (missing options take their defaults). Returns the
+    VariantPlan: the only thing the builders read."""
     if architecture is not None:
         architecture(args)
     options = VariantConfig.from_args(args)
@@ -301,18 +506,4 @@ def parse_options(args, architecture=None, unavailable=None):
         if getattr(options, name):
             raise PluginConfigError(message)
     options.set_position_embeddings(args)
-    return options
-
-
-def set_options_before_init(module, options, **build_state):
-    """How the options reach every encoder, decoder and layer: set on ``module`` before its
-    ``super().__init__``, because fairseq's constructors call the build hooks
-    (``build_encoder_layer``, ``build_self_attention``, ...) from inside ``__init__``, and those
-    read them. ``build_state``: other attributes the hooks read (plain Python values).
-
-    (The encoder-decoder model's build_encoder / build_decoder are classmethods that fairseq calls
-    with the config only: ``options_being_built`` in models/variant_transformer.py carries the
-    options there, for the duration of build_model.)"""
-    module.options = options
-    for name, value in build_state.items():
-        setattr(module, name, value)
+    return build_plan(options)

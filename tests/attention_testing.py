@@ -13,7 +13,7 @@ from fairseq_plugins.modules.compositional_attention import CompositionalAttenti
 from fairseq_plugins.modules.graph_encoder import GraphEncoderLayer
 from fairseq_plugins.modules.relative_positions import build_relative_positions
 from fairseq_plugins.modules.sdpa_multihead_attention import SDPAMultiheadAttention
-from fairseq_plugins.variant_config import VariantConfig
+from fairseq_plugins.variant_config import VariantConfig, build_plan
 
 
 def randomize(module, std=0.3, seed=0):
@@ -163,7 +163,7 @@ def graph_layer(
     graph = dict(graph_fusion=fusion, graph_half_dim=half, graph_shared_qkv=shared)
     options = dict(num_searches=2, num_retrievals=2) | more
     options = VariantConfig(graph_encoder=True, attention_type=attention_type, **graph, **options)
-    return randomize(GraphEncoderLayer(cfg, options), std=0.2).eval()
+    return randomize(GraphEncoderLayer(cfg, build_plan(options).encoder.graph), std=0.2).eval()
 
 
 def graph_forward_backward(layer, prev, incr, kpm):

@@ -1,4 +1,5 @@
-"""The plugin's structure: options parsed once per model, one attention registry,
+"""The plugin's structure: options parsed once per model into a plan whose slices the builders
+get, one attention registry,
 quantization noise reaching our attention modules, fairseq patches applied only on the pinned
 fairseq version."""
 
@@ -18,7 +19,7 @@ from fairseq_plugins.modules.attention_registry import (
     build_attention,
 )
 from fairseq_plugins.modules.biased_attention import BiasedAttention
-from fairseq_plugins.variant_config import VariantConfig
+from fairseq_plugins.variant_config import VariantConfig, build_plan
 
 
 def test_options_are_parsed_once_per_model(monkeypatch):
@@ -32,22 +33,45 @@ def test_options_are_parsed_once_per_model(monkeypatch):
     monkeypatch.setattr(VariantConfig, "from_args", classmethod(counting))
     model, _ = build(["--arch", "compgen_comp_rel2_eb_c", "--graph-encoder"])
     assert len(calls) == 1
-    options = model.encoder.options
-    assert model.decoder.options is options  # the same object, handed down
-    assert model.encoder.layers[1].options is options and model.decoder.layers[0].options is options
+    # every builder got its own slice of the one plan, handed down
+    encoder, decoder = model.encoder.plan, model.decoder.plan
+    assert model.encoder.layers[1].graph_plan is encoder.graph
+    assert model.encoder.layers[0].attention_plan is encoder.self_attention
+    layer = model.decoder.layers[0]
+    assert layer.self_attention_plan is decoder.self_attention
+    assert layer.cross_attention_plan is decoder.cross_attention
+    assert decoder.self_attention.kind == "compositional"
+    assert decoder.self_attention.positions.causal and not decoder.cross_attention.positions.causal
+
+
+def test_no_builder_takes_the_whole_options():
+    """Past the parser (variant_config.py), nothing names the VariantConfig: the builders read
+    the plan's slices only."""
+    users = [
+        p.relative_to(ROOT)
+        for p in sorted((ROOT / "fairseq_plugins").rglob("*.py"))
+        if p.name != "variant_config.py"
+        and any(word in p.read_text() for word in ("options_being_built", ".options."))
+    ]
+    assert users == []
 
 
 def test_every_attention_type_builds_for_every_role():
     choices = VariantConfig.__dataclass_fields__["attention_type"].type
     assert {c.value for c in choices} == set(ATTENTION_TYPES)  # --attention-type's choices
     for attention_type in ATTENTION_TYPES:
-        options = VariantConfig(attention_type=attention_type, rel_pos="eb", rel_pos_cross=True)
+        options = VariantConfig(
+            attention_type=attention_type, rel_pos="eb", rel_pos_cross=True, graph_encoder=True
+        )
+        plan = build_plan(options)
         for role in ATTENTION_ROLES:
             kdim = 48 if role == "cross" else None
-            module = build_attention(options, AttentionSpec(role, 32, 4, 0.0, kdim=kdim))
+            spec = AttentionSpec(role, 32, 4, 0.0, kdim=kdim)
+            module = build_attention(plan.attention(role), spec)
             assert isinstance(module, BiasedAttention)
             assert module.relative_positions is not None
-    stock = build_attention(VariantConfig(), AttentionSpec("decoder", 32, 4, 0.0))
+    plain = build_plan(VariantConfig()).attention("decoder")
+    stock = build_attention(plain, AttentionSpec("decoder", 32, 4, 0.0))
     assert type(stock) is MultiheadAttention  # no variant option: exactly fairseq's module
 
 

@@ -16,6 +16,7 @@ from fairseq_plugins.modules.position_schemes import (
     build_position_scheme,
     t5_bucket,
 )
+from fairseq_plugins.variant_config import PositionPlan
 
 
 # -- ALiBi ---------------------------------------------------------------------------------------
@@ -197,9 +198,9 @@ def test_bad_scheme_options_name_their_flag():
     with pytest.raises(ValueError, match="--t5-max-distance"):
         T5RelativeBias(4, num_buckets=32, max_distance=8)
     with pytest.raises(ValueError, match="--rel-pos: unknown value"):
-        build_position_scheme("sinusoid", 8, 4, causal=False)
-    assert build_position_scheme("nope", 8, 4, causal=True) is None
-    assert build_position_scheme("t5", 8, 4, causal=True).bidirectional is False
+        build_position_scheme(PositionPlan("sinusoid"), 8, 4)
+    assert build_position_scheme(PositionPlan("nope", causal=True), 8, 4) is None
+    assert build_position_scheme(PositionPlan("t5", causal=True), 8, 4).bidirectional is False
 
 
 # -- the schemes inside our attentions ------------------------------------------------------------
@@ -209,7 +210,7 @@ T5_SMALL = dict(t5_num_buckets=8, t5_max_distance=12)  # small: the log buckets 
 
 
 def scheme(mode, causal):
-    return build_position_scheme(mode, D // H, H, causal=causal, **T5_SMALL)
+    return build_position_scheme(PositionPlan(mode, causal, **T5_SMALL), D // H, H)
 
 
 def make_attention(mode, cross=False, causal=False, compositional=False, seed=0):

@@ -22,7 +22,7 @@ authors' one Linear over the concatenation (--output-proj-init joint; ``separate
 part for its own fan-in).
 """
 
-from dataclasses import dataclass, field, fields, make_dataclass
+from dataclasses import dataclass, field, fields, make_dataclass, replace
 from typing import Optional
 
 import torch
@@ -80,18 +80,21 @@ ContextualRetrievalModelConfig = make_dataclass(
 )  # fmt: skip
 
 
-def variant_options(cfg):
-    """The VariantConfig of this model's attention: the shared options, and for compositional
-    attention d_s = d / S unless --retrieval-qk-dim is given (a width S does not divide is left to
-    the attention builder, whose error names the flags)."""
-    options = parse_options(cfg)  # the options this model does not take keep their defaults
+def attention_plan(cfg):
+    """The AttentionPlan of this model's attention (the encoder self-attention's of the shared
+    options), and for compositional attention d_s = d / S unless --retrieval-qk-dim is given (a
+    width S does not divide is left to the attention builder, whose error names the flags)."""
+    attention = parse_options(cfg).encoder.self_attention  # options not taken keep their defaults
+    settings = attention.settings
+    if attention.kind != "compositional":
+        return attention
     d = cfg.encoder_embed_dim
-    searches = options.num_searches or cfg.encoder_attention_heads
+    searches = settings.num_searches or cfg.encoder_attention_heads
     if cfg.retrieval_qk_dim is not None:
-        options.retrieval_qk_dim = cfg.retrieval_qk_dim
+        settings = replace(settings, retrieval_qk_dim=cfg.retrieval_qk_dim)
     elif searches >= 1 and d % searches == 0:
-        options.retrieval_qk_dim = d // searches
-    return options
+        settings = replace(settings, retrieval_qk_dim=d // searches)
+    return replace(attention, settings=settings)
 
 
 def joint_output_init(heads_out, extra_out):
@@ -141,11 +144,11 @@ class ContextualRetrievalModel(BaseFairseqModel):
                 f"--encoder-embed-dim must be >= 1 (got {cfg.encoder_embed_dim})"
             )
         try:
-            options = variant_options(cfg)
+            attention = attention_plan(cfg)
         except ValueError as error:
             raise PluginConfigError(str(error)) from None
         spec = AttentionSpec("encoder", cfg.encoder_embed_dim, cfg.encoder_attention_heads, 0.0)
-        return cls(cfg, setting.token_dim, build_attention(options, spec))
+        return cls(cfg, setting.token_dim, build_attention(attention, spec))
 
     def attend(self, hidden):
         """The attention layer on (B, n, d), each object's own key masked: (B, n, d)."""

@@ -77,7 +77,7 @@ class TaggingTransformerModel(FairseqEncoderModel):
 
     @classmethod
     def build_model(cls, args, task):
-        options = parse_options(
+        plan = parse_options(
             args,
             tagging_base_architecture,
             unavailable={"copy_decoder": "--copy-decoder: the tagging model has no decoder"},
@@ -87,10 +87,10 @@ class TaggingTransformerModel(FairseqEncoderModel):
         cfg = TransformerConfig.from_namespace(args)
         src_dict = task.source_dictionary
         embed = Embedding(len(src_dict), cfg.encoder.embed_dim, src_dict.pad())
-        encoder = VariantTransformerEncoder(cfg, src_dict, embed, options)
+        encoder = VariantTransformerEncoder(cfg, src_dict, embed, plan.encoder)
         dim = cfg.encoder.embed_dim
         try:
-            parent = build_parent_head(args.parent_head, dim, args.tagging_longest, options)
+            parent = build_parent_head(args.parent_head, dim, args.tagging_longest, plan.positions)
         except ValueError as e:
             raise PluginConfigError(str(e)) from None
         heads = nn.ModuleDict({row: nn.Linear(dim, len(task.tag_dicts[row])) for row in TAG_ROWS})

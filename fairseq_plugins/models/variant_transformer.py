@@ -2,8 +2,9 @@
 (attention type, relative positions, copy decoder, layer sharing, Graph-Transformer encoder layers).
 
 Registered as ``variant_transformer``; the named presets (``presets_*.py``) are architectures of
-this one model. The options are parsed and checked once, in ``build_model``, and handed to the
-encoder, the decoder and through them to every layer.
+this one model. The options are parsed and checked once, in ``build_model``, into a frozen
+VariantPlan (``variant_config.py``); the encoder gets its EncoderPlan, the decoder its DecoderPlan,
+and each layer the AttentionPlans of its own attentions.
 """
 
 import contextlib
@@ -33,38 +34,42 @@ from fairseq_plugins.modules.variant_layers import (
     wrap_layer,
 )
 from fairseq_plugins.option_choices import SEQ2SEQ_INITS
-from fairseq_plugins.variant_config import (
-    VariantConfig,
-    parse_options,
-    set_options_before_init,
-    set_variant_defaults,
-)
+from fairseq_plugins.variant_config import VariantConfig, parse_options, set_variant_defaults
 from plugin_tools.errors import PluginConfigError
 
 
 class VariantTransformerEncoder(TransformerEncoderBase):
-    def __init__(self, cfg, dictionary, embed_tokens, options, return_fc=False):
-        # _layers_built: fairseq builds the layers in order, without an index
-        set_options_before_init(self, options, _layers_built=0)
+    def __init__(self, cfg, dictionary, embed_tokens, plan, return_fc=False):
+        """``plan``: the EncoderPlan."""
+        # Read by build_encoder_layer, which fairseq calls inside super().__init__; fairseq builds
+        # the layers in order, without an index (_layers_built).
+        self.plan, self._layers_built = plan, 0
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
         # RealFormer: one carry through the self-attentions (reset around every forward)
-        apply_stack_options(self, "encoder", [[layer.self_attn for layer in self.layers]])
+        streams = [([layer.self_attn for layer in self.layers], plan.self_attention)]
+        apply_stack_plan(self, plan, streams)
 
     def build_encoder_layer(self, cfg):
         index = self._layers_built
         self._layers_built += 1
-        if self.options.graph_encoder:
-            return build_graph_encoder_layer(index, cfg, self.options, self.return_fc)
-        if self.options.encoder_copy_gate:
-            layer = CopyGateEncoderLayer(cfg, self.options, return_fc=self.return_fc)
+        plan = self.plan
+        if plan.graph is not None:
+            return build_graph_encoder_layer(
+                index, cfg, plan.self_attention, plan.graph, self.return_fc
+            )
+        if plan.copy_gate_drop is not None:
+            layer = CopyGateEncoderLayer(
+                cfg, plan.self_attention, plan.copy_gate_drop, return_fc=self.return_fc
+            )
             return wrap_layer(layer, cfg)
-        return wrap_layer(VariantEncoderLayer(cfg, self.options, return_fc=self.return_fc), cfg)
+        layer = VariantEncoderLayer(cfg, plan.self_attention, return_fc=self.return_fc)
+        return wrap_layer(layer, cfg)
 
     def forward(
         self, src_tokens, src_lengths=None, return_all_hiddens=False, token_embeddings=None
     ):
         with reset_carries(self.carries):
-            if self.options.graph_encoder:
+            if self.plan.graph is not None:
                 out = self.forward_graph(src_tokens, return_all_hiddens, token_embeddings)
             else:
                 out = self.forward_scriptable(
@@ -100,9 +105,10 @@ class VariantTransformerEncoder(TransformerEncoderBase):
 
 class VariantTransformerDecoder(TransformerDecoderBase):
     def __init__(
-        self, cfg, dictionary, embed_tokens, options, no_encoder_attn=False, output_projection=None
+        self, cfg, dictionary, embed_tokens, plan, no_encoder_attn=False, output_projection=None
     ):
-        set_options_before_init(self, options)
+        """``plan``: the DecoderPlan."""
+        self.plan = plan  # read by build_decoder_layer, which fairseq calls inside __init__
         super().__init__(
             cfg,
             dictionary,
@@ -111,21 +117,23 @@ class VariantTransformerDecoder(TransformerDecoderBase):
             output_projection=output_projection,
         )
         # RealFormer: decoder self-attention and cross-attention carry separately
-        streams = [[layer.self_attn for layer in self.layers]]
+        streams = [([layer.self_attn for layer in self.layers], plan.self_attention)]
         if not no_encoder_attn:
-            streams.append([layer.encoder_attn for layer in self.layers])
-        apply_stack_options(self, "decoder", streams)
-        if options.copy_decoder:
+            streams.append(([layer.encoder_attn for layer in self.layers], plan.cross_attention))
+        apply_stack_plan(self, plan, streams)
+        if plan.copy is not None:
             if no_encoder_attn:
                 raise PluginConfigError("--copy-decoder needs an encoder (not available for LMs)")
-            self.copy_generator = CopyGenerator.from_options(
-                options, self.output_embed_dim, cfg.encoder.embed_dim, len(dictionary)
+            self.copy_generator = CopyGenerator.from_plan(
+                plan.copy, self.output_embed_dim, cfg.encoder.embed_dim, len(dictionary)
             )
         else:
             self.copy_generator = None
 
     def build_decoder_layer(self, cfg, no_encoder_attn=False):
-        return wrap_layer(VariantDecoderLayer(cfg, self.options, no_encoder_attn), cfg)
+        plan = self.plan
+        layer = VariantDecoderLayer(cfg, plan.self_attention, plan.cross_attention, no_encoder_attn)
+        return wrap_layer(layer, cfg)
 
     def extract_features(self, prev_output_tokens, encoder_out=None, incremental_state=None, **kw):
         with reset_carries(self.carries):
@@ -166,19 +174,21 @@ class VariantTransformerDecoder(TransformerDecoderBase):
         return super().get_normalized_probs(net_output, log_probs, sample)
 
 
-def apply_stack_options(stack, side, attention_streams):
-    """What the options change in a built encoder / decoder stack (``side``): no absolute position
-    embeddings where the side's self-attention has its own positions (e.g. --decoder-rel-pos
-    nope), tied layers (--share-*-layers), and with --realformer one ResidualLogits carry per
-    stream of attentions (a list of lists, in layer order) in ``stack.carries``."""
-    options = stack.options
-    if not options.absolute_positions(side):
+def apply_stack_plan(stack, plan, attention_streams):
+    """What its plan (an EncoderPlan or DecoderPlan) changes in a built encoder / decoder stack:
+    no absolute position embeddings where the side's self-attention has its own positions (e.g.
+    --decoder-rel-pos nope), tied layers (--share-*-layers), and one ResidualLogits carry per
+    stream of attentions whose AttentionPlan carries residual logits (--realformer) in
+    ``stack.carries``; ``attention_streams``: (attentions in layer order, their AttentionPlan)."""
+    if not plan.absolute_positions:
         stack.embed_positions = None
-    if getattr(options, f"share_{side}_layers"):
+    if plan.share_layers:
         tie_parameters(stack.layers)
-    stack.carries = []
-    if options.realformer:
-        stack.carries = [share_residual_logits(stream) for stream in attention_streams]
+    stack.carries = [
+        share_residual_logits(attentions)
+        for attentions, attention in attention_streams
+        if attention.residual_logits
+    ]
 
 
 @contextlib.contextmanager
@@ -193,31 +203,32 @@ def reset_carries(carries):
             carry.reset()
 
 
-# fairseq's build_model calls the classmethods build_encoder/build_decoder with (cfg, dictionary,
-# embeddings) only; the options that build_model parsed reach them through this variable, set for
-# the duration of that one call, instead of being parsed again from cfg. (Passing them another
-# way would mean re-implementing fairseq's TransformerModel.build_model: its embedding sharing,
-# FSDP and activation-checkpointing logic.)
-_options_being_built = contextvars.ContextVar("variant_options_being_built", default=None)
+# The plugin's one hand-off that is not an argument: fairseq's build_model calls the classmethods
+# build_encoder/build_decoder with (cfg, dictionary, embeddings) only, so the VariantPlan that
+# build_model parsed reaches them through this variable, set for the duration of that one call,
+# instead of being parsed again from cfg. (Passing it another way would mean re-implementing
+# fairseq's TransformerModel.build_model: its embedding sharing, FSDP and activation-checkpointing
+# logic.) Everything below the two classmethods is handed its slice as an argument.
+_plan_being_built = contextvars.ContextVar("variant_plan_being_built", default=None)
 
 
-def options_being_built():
-    options = _options_being_built.get()
-    if options is None:
+def plan_being_built():
+    plan = _plan_being_built.get()
+    if plan is None:
         raise RuntimeError("build the encoder/decoder through VariantTransformerModel.build_model")
-    return options
+    return plan
 
 
 def parse_variant_options(args, task):
-    """The variant options of a translation model, checked once; errors a user can fix are raised
+    """The VariantPlan of a translation model, checked once; errors a user can fix are raised
     before anything is built or written."""
-    options = parse_options(args, variant_base_architecture)
-    if options.copy_decoder and task.source_dictionary != task.target_dictionary:
+    plan = parse_options(args, variant_base_architecture)
+    if plan.decoder.copy is not None and task.source_dictionary != task.target_dictionary:
         raise PluginConfigError(
             "--copy-decoder needs a joined source/target dictionary "
             "(run fairseq-preprocess with --joined-dictionary)"
         )
-    return options
+    return plan
 
 
 @register_model("variant_transformer")
@@ -263,11 +274,11 @@ class VariantTransformerModel(TransformerModel):
     @classmethod
     def build_model(cls, args, task):
         check_notebook_options(args)
-        token = _options_being_built.set(parse_variant_options(args, task))
+        token = _plan_being_built.set(parse_variant_options(args, task))
         try:
             model = super().build_model(args, task)
         finally:
-            _options_being_built.reset(token)
+            _plan_being_built.reset(token)
         apply_notebook_options(model, args)
         init = getattr(args, "seq2seq_init", None)  # older checkpoints lack it
         if init in ("official", "official-dense"):
@@ -277,7 +288,7 @@ class VariantTransformerModel(TransformerModel):
     @classmethod
     def build_encoder(cls, args, src_dict, embed_tokens):
         cfg = TransformerConfig.from_namespace(args)
-        return VariantTransformerEncoder(cfg, src_dict, embed_tokens, options_being_built())
+        return VariantTransformerEncoder(cfg, src_dict, embed_tokens, plan_being_built().encoder)
 
     @classmethod
     def build_decoder(cls, args, tgt_dict, embed_tokens):
@@ -286,7 +297,7 @@ class VariantTransformerModel(TransformerModel):
             cfg,
             tgt_dict,
             embed_tokens,
-            options_being_built(),
+            plan_being_built().decoder,
             no_encoder_attn=cfg.no_cross_attention,
         )
 

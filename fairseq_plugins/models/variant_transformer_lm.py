@@ -34,7 +34,7 @@ class VariantTransformerLMConfig(TransformerLanguageModelConfig, VariantConfig):
 class VariantTransformerLanguageModel(TransformerLanguageModel):
     @classmethod
     def build_model(cls, args, task):
-        options = parse_options(
+        plan = parse_options(
             args,
             variant_lm_base_architecture,
             unavailable={
@@ -58,7 +58,7 @@ class VariantTransformerLanguageModel(TransformerLanguageModel):
             TransformerConfig.from_namespace(args),
             task.target_dictionary,
             embed_tokens,
-            options,
+            plan.decoder,
             no_encoder_attn=True,
         )
         return cls(decoder)

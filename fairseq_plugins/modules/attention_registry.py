@@ -1,14 +1,20 @@
 """The attention types of ``--attention-type`` (and its per-role overrides), and the one function
-that builds the attention of a role from the variant options.
+that builds the attention of a role from its AttentionPlan (``variant_config.py``).
 
-Adding an attention type is one module file with a ``from_options(options, spec)`` factory, its
-name in ``option_choices.py`` (the option's vocabulary) and one line in ``ATTENTION_FACTORIES``. Modules check their own shapes (``split_width``); this builder, which
-knows the role, turns their errors into a one-line error that names the flags.
+Adding an attention type is one module file with a ``from_plan(plan, spec)`` factory (``plan``:
+the role's AttentionPlan, whose ``settings`` are the type's own), its name in
+``option_choices.py`` (the option's vocabulary) and one line in ``ATTENTION_FACTORIES``. Modules
+check their own shapes (``split_width``); this builder, which knows the role, turns their errors
+into a one-line error that names the flags.
 """
 
 from dataclasses import dataclass
 
-from fairseq_plugins.option_choices import ATTENTION_TYPES, ENCODER_ATTENTION_TYPES
+from fairseq_plugins.option_choices import (
+    ATTENTION_TYPES,
+    ENCODER_ATTENTION_TYPES,
+    ChoiceRegistry,
+)
 from plugin_tools.errors import PluginConfigError
 
 from .biased_attention import AttentionShapeError
@@ -17,12 +23,11 @@ from .geometric_attention import GeometricAttention
 from .sdpa_multihead_attention import build_multihead_attention
 
 # The module factory of every name of --encoder-attention-type (a superset of --attention-type's).
-ATTENTION_FACTORIES = {
-    "multihead": build_multihead_attention,
-    "compositional": CompositionalAttention.from_options,
-    "geometric": GeometricAttention.from_options,
-}
-assert set(ATTENTION_FACTORIES) == set(ENCODER_ATTENTION_TYPES), "option_choices.py out of step"
+ATTENTION_FACTORIES = ChoiceRegistry("--encoder-attention-type", ENCODER_ATTENTION_TYPES)
+ATTENTION_FACTORIES.register("multihead", build_multihead_attention)
+ATTENTION_FACTORIES.register("compositional", CompositionalAttention.from_plan)
+ATTENTION_FACTORIES.register("geometric", GeometricAttention.from_plan)
+ATTENTION_FACTORIES.check_complete()
 
 ATTENTION_ROLES = ("encoder", "decoder", "cross", "graph")
 
@@ -67,25 +72,30 @@ class AttentionSpec:
         )
 
 
-def build_attention(options, spec):
-    """The attention module of ``spec.role`` chosen by the options."""
-    name = options.attention_type_for(spec.role)
+def build_attention(plan, spec):
+    """The attention module of ``spec.role`` that its AttentionPlan ``plan`` chooses."""
+    name = plan.kind
     if name not in (ENCODER_ATTENTION_TYPES if spec.role == "encoder" else ATTENTION_TYPES):
         raise PluginConfigError(
             f"attention type {name!r} is for the encoder's self-attention only "
             f"(--encoder-attention-type {name}; not with --graph-encoder)"
         )
     try:
-        return ATTENTION_FACTORIES[name](options, spec)
+        return ATTENTION_FACTORIES[name](plan, spec)
     except AttentionShapeError as error:
-        raise PluginConfigError(describe_shape_error(error, options, spec)) from None
+        raise PluginConfigError(describe_shape_error(error, plan.settings, spec)) from None
     except ValueError as error:  # the modules' own checks of a single option name its flag
         raise PluginConfigError(str(error)) from None
 
 
-def describe_shape_error(error, options, spec):
+def describe_shape_error(error, settings, spec):
+    """The one-line error of a width that the heads, searches or retrievals do not divide;
+    ``settings``: the attention type's (searches and retrievals given or not)."""
     side, heads_flag = spec.side, f"--{spec.side}-attention-heads"
-    given = {"searches": options.num_searches, "retrievals": options.num_retrievals}
+    given = {
+        "searches": getattr(settings, "num_searches", None),
+        "retrievals": getattr(settings, "num_retrievals", None),
+    }
     flag = heads_flag if given.get(error.parts_name) is None else f"--num-{error.parts_name}"
     if error.parts < 1:
         return f"{flag} must be >= 1 (got {error.parts})"

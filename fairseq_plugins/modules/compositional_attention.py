@@ -59,10 +59,10 @@ from fairseq_plugins.option_choices import (
 
 from .biased_attention import BiasedAttention, split_width
 from .numerics import at_least_float32, softmax_fp32
-from .position_schemes import position_scheme_for
+from .position_schemes import build_position_scheme
 
-# The constructor arguments that come from the variant option of the same name with the prefix
-# retrieval_ (--retrieval-scoring, ...).
+# The constructor arguments that come from the CompositionalPlan's field of the same name
+# (--retrieval-scoring, --retrieval-mlp-hidden, ...).
 RETRIEVAL_ARGUMENTS = (
     "scoring",
     "mlp_hidden",
@@ -214,22 +214,24 @@ class CompositionalAttention(BiasedAttention):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     @classmethod
-    def from_options(cls, options, spec):
-        """Built from the variant options for one attention (an AttentionSpec)."""
+    def from_plan(cls, plan, spec):
+        """Built for one attention (an AttentionSpec) from its AttentionPlan: the position scheme
+        and ``plan.settings``, a CompositionalPlan (searches and retrievals default to the
+        layer's heads, the retrieval value width to the attention width)."""
+        settings = plan.settings
         width = spec.inner_dim or spec.embed_dim
-        searches = spec.num_heads if options.num_searches is None else options.num_searches
-        retrievals = spec.num_heads if options.num_retrievals is None else options.num_retrievals
-        relative_positions = position_scheme_for(
-            options, spec, split_width(width, searches, "searches"), searches
+        searches = spec.num_heads if settings.num_searches is None else settings.num_searches
+        retrievals = spec.num_heads if settings.num_retrievals is None else settings.num_retrievals
+        relative_positions = build_position_scheme(
+            plan.positions, split_width(width, searches, "searches"), searches
         )
-        attn_dim = options.compositional_attn_dim
-        retrieval = {name: getattr(options, f"retrieval_{name}") for name in RETRIEVAL_ARGUMENTS}
+        retrieval = {name: getattr(settings, name) for name in RETRIEVAL_ARGUMENTS}
         return cls(
             spec.embed_dim,
             searches,
             retrievals,
-            options.retrieval_qk_dim,
-            attn_dim=width if attn_dim is None else attn_dim,
+            settings.retrieval_qk_dim,
+            attn_dim=width if settings.attn_dim is None else settings.attn_dim,
             search_dim=width,
             relative_positions=relative_positions,
             **retrieval,

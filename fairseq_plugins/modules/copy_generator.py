@@ -60,10 +60,11 @@ class CopyGenerator(nn.Module):
             self.copy_projection = None
 
     @classmethod
-    def from_options(cls, options, embed_dim, encoder_dim, vocab_size):
-        """The copy generator of a decoder with output width embed_dim and vocabulary size V."""
-        rank = options.copy_projection_dim or embed_dim
-        return cls(embed_dim, encoder_dim, options.copy_projection, vocab_size, rank)
+    def from_plan(cls, plan, embed_dim, encoder_dim, vocab_size):
+        """The copy generator of a decoder with output width embed_dim and vocabulary size V;
+        ``plan``: its CopyPlan (projection and low rank)."""
+        rank = plan.projection_dim or embed_dim
+        return cls(embed_dim, encoder_dim, plan.projection, vocab_size, rank)
 
     def copy_attention(self, features, encoder_out, encoder_padding_mask):
         """Attention of decoder features (B, T, C) over encoder outputs (S, B, C): (B, T, S)."""

@@ -26,6 +26,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .position_schemes import build_position_scheme
+
 
 def geometric_log_window(log_not, offset=0):
     """sum_{k in S_ij} log_not[..., i, k] for every (i, j), (..., Tq, Tk); query row r is position
@@ -109,21 +111,21 @@ class GeometricAttention(nn.Module):
         self.reset_parameters()
 
     @classmethod
-    def from_options(cls, options, spec):
-        from .position_schemes import position_scheme_for
-
+    def from_plan(cls, plan, spec):
+        """Built for one attention (an AttentionSpec) from its AttentionPlan: the position scheme
+        and ``plan.settings``, a GeometricPlan."""
         if spec.role != "encoder":
             raise ValueError(
                 "geometric attention is a self-attention of the encoder: use it with "
                 "--encoder-attention-type geometric only"
             )
         head_dim = (spec.inner_dim or spec.embed_dim) // max(spec.num_heads, 1)
-        relative_positions = position_scheme_for(options, spec, head_dim, spec.num_heads)
+        relative_positions = build_position_scheme(plan.positions, head_dim, spec.num_heads)
         return cls(
             spec.embed_dim,
             spec.num_heads,
             dropout=spec.dropout,
-            normalize=not options.geometric_attention_unnormalized,
+            normalize=plan.settings.normalize,
             relative_positions=relative_positions,
             self_attention=spec.self_attention,
             encoder_decoder_attention=spec.encoder_decoder_attention,

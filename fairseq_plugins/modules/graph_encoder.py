@@ -14,14 +14,18 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from fairseq_plugins.option_choices import GRAPH_FUSIONS
+from fairseq_plugins.option_choices import GRAPH_FUSIONS, ChoiceRegistry
 
 from .numerics import softmax_fp32
 from .variant_layers import VariantEncoderLayer, wrap_layer
 
 NUM_PARTS = 4  # high, middle (I over P), middle (P over I), low
 
+# --graph-fusion: name -> the fusion module class, built with the model width.
+FUSIONS = ChoiceRegistry("--graph-fusion", GRAPH_FUSIONS)
 
+
+@FUSIONS.register("weight-gate")
 class WeightGateFusion(nn.Module):
     """g = softmax(W_g [H; M1; M2; L]) (4 weights per token), F = sum_k g_k Z_k."""
 
@@ -48,6 +52,7 @@ class WeightGateFusion(nn.Module):
         return out
 
 
+@FUSIONS.register("self-gate")
 class SelfGateFusion(nn.Module):
     """The 4 parts as a length-4 sequence per token, one single-head self-attention over it:
     F = (1/4) sum_rows softmax(Z_q Z_k^T / sqrt(d)) Z_v."""
@@ -68,6 +73,7 @@ class SelfGateFusion(nn.Module):
         return self.mix(parts).mean(dim=-2)
 
 
+@FUSIONS.register("sum")
 class SumFusion(nn.Module):
     def __init__(self, embed_dim):
         super().__init__()
@@ -76,8 +82,7 @@ class SumFusion(nn.Module):
         return parts[0] + parts[1] + parts[2] + parts[3]
 
 
-FUSIONS = {"sum": SumFusion, "weight-gate": WeightGateFusion, "self-gate": SelfGateFusion}
-assert tuple(FUSIONS) == GRAPH_FUSIONS, "option_choices.py out of step"
+FUSIONS.check_complete()
 
 
 class GraphEncoderLayer(VariantEncoderLayer):
@@ -86,28 +91,30 @@ class GraphEncoderLayer(VariantEncoderLayer):
     @property
     def attention_inner_dim(self):
         """d/2 with --graph-half-dim (the attention builder checks that the heads divide it)."""
-        return self.embed_dim // 2 if self.options.graph_half_dim else None
+        return self.embed_dim // 2 if self.graph_plan.half_dim else None
 
-    def __init__(self, cfg, options, return_fc=False):
+    def __init__(self, cfg, graph, return_fc=False):
+        """``graph``: the GraphPlan (the parts' attention, fusion, half dimension, shared q/k/v)."""
         embed_dim = cfg.encoder.embed_dim
-        super().__init__(cfg, options, return_fc=return_fc)
+        self.graph_plan = graph  # read by attention_inner_dim, inside super().__init__
+        super().__init__(cfg, graph.attention, return_fc=return_fc)
         # self.self_attn (built by fairseq's layer) is the high-order attention over I.
         self.mid_attn_incr_prev = self.build_attention(embed_dim, cfg)  # M1: q=I, k=v=P
         self.mid_attn_prev_incr = self.build_attention(embed_dim, cfg)  # M2: q=P, k=v=I
-        if options.graph_shared_qkv:
+        if graph.shared_qkv:
             for attn in (self.mid_attn_incr_prev, self.mid_attn_prev_incr):
                 attn.q_proj, attn.k_proj, attn.v_proj = (
                     self.self_attn.q_proj,
                     self.self_attn.k_proj,
                     self.self_attn.v_proj,
                 )
-        if options.graph_half_dim:
+        if graph.half_dim:
             self.low_proj = nn.Sequential(
                 nn.Linear(embed_dim, embed_dim // 2), nn.Linear(embed_dim // 2, embed_dim)
             )
         else:
             self.low_proj = nn.Linear(embed_dim, embed_dim)
-        self.fusion = FUSIONS[options.graph_fusion](embed_dim)
+        self.fusion = FUSIONS[graph.fusion](embed_dim)
 
     def parts(self, prev, incr, encoder_padding_mask):
         """[H, M1, M2, L], each (T, B, d), from already normalised P and I."""
@@ -129,13 +136,14 @@ class GraphEncoderLayer(VariantEncoderLayer):
         return self.feed_forward_block(x)
 
 
-def build_graph_encoder_layer(index, cfg, options, return_fc=False):
-    """Layer ``index`` (0-based) of a graph encoder: the first one is a standard encoder layer,
-    every later one a GraphEncoderLayer."""
+def build_graph_encoder_layer(index, cfg, self_attention, graph, return_fc=False):
+    """Layer ``index`` (0-based) of a graph encoder: the first one is a standard encoder layer
+    (``self_attention``: its AttentionPlan), every later one a GraphEncoderLayer (``graph``: the
+    GraphPlan)."""
     if index == 0:
-        layer = VariantEncoderLayer(cfg, options, return_fc=return_fc)
+        layer = VariantEncoderLayer(cfg, self_attention, return_fc=return_fc)
     else:
-        layer = GraphEncoderLayer(cfg, options, return_fc=return_fc)
+        layer = GraphEncoderLayer(cfg, graph, return_fc=return_fc)
     return wrap_layer(layer, cfg)
 
 

@@ -31,14 +31,16 @@ class CopyGateEncoderLayer(VariantEncoderLayer):
     ``--encoder-attention-type``), ``self_attn_layer_norm`` = LN_1, fc1/fc2 = W_1/W_2,
     ``final_layer_norm`` = LN_2, and the gate network G_1/G_2."""
 
-    def __init__(self, cfg, options, return_fc=False):
+    def __init__(self, cfg, attention, gate_drop=0.0, return_fc=False):
+        """``attention``: the AttentionPlan of the self-attention; ``gate_drop``:
+        --copy-gate-drop."""
         if cfg.encoder.normalize_before:
             raise PluginConfigError(
                 "--encoder-copy-gate is the NDR's post-norm layer: drop --encoder-normalize-before"
             )
-        super().__init__(cfg, options, return_fc=return_fc)
+        super().__init__(cfg, attention, return_fc=return_fc)
         dim = self.embed_dim
-        self.gate_drop = options.copy_gate_drop
+        self.gate_drop = gate_drop
         self.gate_fc1 = nn.Linear(dim, dim)
         self.gate_fc2 = nn.Linear(dim, dim)
         self.reset_gate_parameters()

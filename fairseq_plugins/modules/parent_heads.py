@@ -119,11 +119,11 @@ class AttentionParentHead(nn.Module):
         return parents.masked_fill(classes >= lengths, INVALID_PARENT)
 
 
-def build_parent_head(kind, embed_dim, longest, options):
-    """The parent head of ``--parent-head KIND``; the attention head takes the encoder's
-    relative-position mode and radius from the variant options."""
+def build_parent_head(kind, embed_dim, longest, positions):
+    """The parent head of ``--parent-head KIND``; the attention head takes its relative-position
+    mode and radius from ``positions`` (the PositionPlan of --rel-pos)."""
     if kind == "attention":
-        return AttentionParentHead(embed_dim, options.rel_pos, options.rel_pos_radius)
+        return AttentionParentHead(embed_dim, positions.scheme, positions.radius)
     if kind in ("absolute", "relative"):
         return LinearParentHead(kind, embed_dim, longest)
     raise ValueError(unknown_choice("--parent-head", kind, PARENT_HEADS))

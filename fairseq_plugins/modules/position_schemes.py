@@ -1,5 +1,7 @@
-"""Position schemes beyond the seed papers, as values of ``--rel-pos`` (docs/method.md §5): ALiBi,
-the T5 bucketed relative bias, rotary embeddings (RoPE) and no positions at all (NoPE).
+"""Every value of ``--rel-pos`` in one registry, ``POSITION_SCHEMES`` (the seed papers' rel-e/b/eb
+label tables are ``relative_positions.py``'s), and the schemes beyond the seed papers
+(docs/method.md §5): ALiBi, the T5 bucketed relative bias, rotary embeddings (RoPE) and no
+positions at all (NoPE).
 
 Every scheme sees the positions that ``BiasedAttention`` gives the seed papers' relative positions:
 in self-attention, keys ``0 .. Tk-1`` and queries the last ``Tq`` of them (incremental decoding
@@ -37,35 +39,35 @@ import math
 import torch
 import torch.nn as nn
 
-from fairseq_plugins.option_choices import ALL_REL_POS_MODES, REL_POS_MODES, unknown_choice
+from fairseq_plugins.option_choices import ALL_REL_POS_MODES, ChoiceRegistry
 
-from .relative_positions import build_relative_positions
+from .relative_positions import RelativePositionBias
+
+# Every scheme of --rel-pos in one place: name -> builder(plan, head_dim, num_heads) of the
+# position module of one attention (None: no module).
+POSITION_SCHEMES = ChoiceRegistry("--rel-pos", ALL_REL_POS_MODES)
 
 
-def build_position_scheme(
-    mode,
-    head_dim,
-    num_heads,
-    causal,
-    radius=16,
-    bias_per_head=False,
-    t5_num_buckets=32,
-    t5_max_distance=128,
-    rope_base=10000.0,
-):
-    """The position module of one attention, or None ("none", "nope"). ``causal``: a decoder
-    self-attention (the T5 bucketing differs)."""
-    if mode in REL_POS_MODES:
-        return build_relative_positions(mode, radius, head_dim, num_heads, bias_per_head)
-    if mode == "alibi":
-        return AlibiBias(num_heads)
-    if mode == "t5":
-        return T5RelativeBias(num_heads, t5_num_buckets, t5_max_distance, bidirectional=not causal)
-    if mode == "rope":
-        return RotaryPositions(head_dim, rope_base)
-    if mode == "nope":
-        return None
-    raise ValueError(unknown_choice("--rel-pos", mode, ALL_REL_POS_MODES))
+def build_position_scheme(plan, head_dim, num_heads):
+    """The position module of one attention (a PositionPlan: the scheme and its settings), or
+    None ("none", "nope")."""
+    return POSITION_SCHEMES[plan.scheme](plan, head_dim, num_heads)
+
+
+def no_positions(plan, head_dim, num_heads):
+    return None
+
+
+POSITION_SCHEMES.register("none", no_positions)
+POSITION_SCHEMES.register("nope", no_positions)
+
+
+@POSITION_SCHEMES.register("e")
+@POSITION_SCHEMES.register("b")
+@POSITION_SCHEMES.register("eb")
+def _label_table(plan, head_dim, num_heads):
+    """The seed papers' relative positions (relative_positions.py)."""
+    return RelativePositionBias(plan.scheme, plan.radius, head_dim, num_heads, plan.bias_per_head)
 
 
 def alibi_slopes(num_heads):
@@ -86,6 +88,11 @@ class _BiasScheme(nn.Module):
     rotates = False  # q and k unchanged
     banded = False  # not the diagonal band path of RelativePositionBias (labels are not clipped)
     embeddings = None  # no q-dependent term: the bias needs no gradient through q
+
+
+@POSITION_SCHEMES.register("alibi")
+def _alibi(plan, head_dim, num_heads):
+    return AlibiBias(num_heads)
 
 
 class AlibiBias(_BiasScheme):
@@ -125,6 +132,13 @@ def t5_bucket(relative_position, bidirectional, num_buckets, max_distance):
     return buckets + torch.where(distance < exact, distance, large)
 
 
+@POSITION_SCHEMES.register("t5")
+def _t5(plan, head_dim, num_heads):
+    return T5RelativeBias(
+        num_heads, plan.t5_num_buckets, plan.t5_max_distance, bidirectional=not plan.causal
+    )
+
+
 class T5RelativeBias(_BiasScheme):
     def __init__(self, num_heads, num_buckets=32, max_distance=128, bidirectional=True):
         super().__init__()
@@ -152,6 +166,11 @@ class T5RelativeBias(_BiasScheme):
         if labels.dim() == 2:
             labels = labels.unsqueeze(0)
         return self.bias.to(q.dtype)[labels].permute(0, 3, 1, 2)
+
+
+@POSITION_SCHEMES.register("rope")
+def _rope(plan, head_dim, num_heads):
+    return RotaryPositions(head_dim, plan.rope_base)
 
 
 class RotaryPositions(nn.Module):
@@ -187,17 +206,4 @@ class RotaryPositions(nn.Module):
         return self.rotate(q, query_positions), self.rotate(k, key_positions)
 
 
-def position_scheme_for(options, spec, head_dim, num_heads):
-    """The position module of the attention ``spec`` (an AttentionSpec) under the variant
-    options: ``--rel-pos`` and its per-role overrides (VariantConfig.rel_pos_for)."""
-    return build_position_scheme(
-        options.rel_pos_for(spec.role),
-        head_dim,
-        num_heads,
-        causal=spec.role == "decoder",
-        radius=options.rel_pos_radius,
-        bias_per_head=options.rel_pos_bias_per_head,
-        t5_num_buckets=options.t5_num_buckets,
-        t5_max_distance=options.t5_max_distance,
-        rope_base=options.rope_base,
-    )
+POSITION_SCHEMES.check_complete()

@@ -8,16 +8,17 @@ MultiheadAttention, so the two are interchangeable where both apply (tests check
 from fairseq.modules import MultiheadAttention
 
 from .biased_attention import BiasedAttention, split_width
-from .position_schemes import position_scheme_for
+from .position_schemes import build_position_scheme
 
 
-def build_multihead_attention(options, spec):
-    """The multi-head attention for one attention (an AttentionSpec) of the variant options."""
+def build_multihead_attention(plan, spec):
+    """The multi-head attention for one attention (an AttentionSpec) from its AttentionPlan:
+    fairseq's own where no position scheme, inner width or RealFormer carry asks for ours."""
     width = spec.inner_dim or spec.embed_dim
-    relative_positions = position_scheme_for(
-        options, spec, split_width(width, spec.num_heads, "heads"), spec.num_heads
+    relative_positions = build_position_scheme(
+        plan.positions, split_width(width, spec.num_heads, "heads"), spec.num_heads
     )
-    if relative_positions is None and width == spec.embed_dim and not options.realformer:
+    if relative_positions is None and width == spec.embed_dim and not plan.residual_logits:
         return MultiheadAttention(spec.embed_dim, spec.num_heads, **spec.module_kwargs())
     return SDPAMultiheadAttention(
         spec.embed_dim,

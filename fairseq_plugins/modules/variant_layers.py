@@ -1,14 +1,15 @@
-"""fairseq's Transformer encoder/decoder layers with the attention chosen by the variant options.
+"""fairseq's Transformer encoder/decoder layers with the attention that their AttentionPlans
+(``variant_config.py``) choose.
 
-Only the ``build_*_attention`` hooks change; the layers' forward passes are fairseq's own.
+Only the ``build_*_attention`` hooks change; the layers' forward passes are fairseq's own. A layer
+is handed the plan of each of its attentions and keeps it on itself before ``super().__init__``,
+because fairseq's constructor calls the hooks from inside ``__init__``.
 """
 
 from fairseq.modules.transformer_layer import (
     TransformerDecoderLayerBase,
     TransformerEncoderLayerBase,
 )
-
-from fairseq_plugins.variant_config import set_options_before_init
 
 from .attention_registry import AttentionSpec, build_attention
 
@@ -17,8 +18,9 @@ class VariantEncoderLayer(TransformerEncoderLayerBase):
     attention_role = "encoder"
     attention_inner_dim = None
 
-    def __init__(self, cfg, options, return_fc=False):
-        set_options_before_init(self, options)
+    def __init__(self, cfg, attention, return_fc=False):
+        """``attention``: the AttentionPlan of the self-attention."""
+        self.attention_plan = attention  # read by build_self_attention, inside super().__init__
         super().__init__(cfg, return_fc=return_fc)
 
     def build_self_attention(self, embed_dim, cfg):
@@ -34,7 +36,7 @@ class VariantEncoderLayer(TransformerEncoderLayerBase):
             q_noise=self.quant_noise,
             qn_block_size=self.quant_noise_block_size,
         )
-        return build_attention(self.options, spec)
+        return build_attention(self.attention_plan, spec)
 
     def feed_forward_block(self, x):
         """The second half of fairseq's encoder layer forward (FFN with residual and norm)."""
@@ -52,8 +54,18 @@ class VariantEncoderLayer(TransformerEncoderLayerBase):
 
 
 class VariantDecoderLayer(TransformerDecoderLayerBase):
-    def __init__(self, cfg, options, no_encoder_attn=False, add_bias_kv=False, add_zero_attn=False):
-        set_options_before_init(self, options)
+    def __init__(
+        self,
+        cfg,
+        self_attention,
+        cross_attention,
+        no_encoder_attn=False,
+        add_bias_kv=False,
+        add_zero_attn=False,
+    ):
+        """``self_attention``, ``cross_attention``: the AttentionPlans of the two attentions."""
+        # read by the build_*_attention hooks, inside super().__init__
+        self.self_attention_plan, self.cross_attention_plan = self_attention, cross_attention
         super().__init__(
             cfg,
             no_encoder_attn=no_encoder_attn,
@@ -75,7 +87,7 @@ class VariantDecoderLayer(TransformerDecoderLayerBase):
             q_noise=self.quant_noise,
             qn_block_size=self.quant_noise_block_size,
         )
-        return build_attention(self.options, spec)
+        return build_attention(self.self_attention_plan, spec)
 
     def build_encoder_attention(self, embed_dim, cfg):
         spec = AttentionSpec(
@@ -87,7 +99,7 @@ class VariantDecoderLayer(TransformerDecoderLayerBase):
             q_noise=self.quant_noise,
             qn_block_size=self.quant_noise_block_size,
         )
-        return build_attention(self.options, spec)
+        return build_attention(self.cross_attention_plan, spec)
 
 
 def wrap_layer(layer, cfg):
