@@ -1,0 +1,79 @@
+"""FIRE, functional interpolation for relative positions (Li et al., ICLR 2024): a learned
+function of the normalised distance as an additive attention bias, one value per head.
+
+    b_h(i, j) = f_theta(psi(i - j) / psi(max(L, i)))_h,    psi(x) = log(c x + 1)
+
+with ``f_theta`` an MLP 1 -> hidden -> heads with ReLU (the paper: 32 hidden units), ``c > 0``
+and the threshold ``L`` learned. The parametrisation follows the code in the paper's appendix:
+``psi(x) = log(|c x| + 1)`` (c starts at 0.1), ``L = |s * L0|`` with the fixed ``L0`` (512)
+times a learned multiplier ``s`` (starts at 1), and ``eps`` (1e-6) added to the normaliser.
+``i`` is the query's position counted from 0, so the normaliser is ``psi(max(L, i))``: "progressive
+interpolation", distances divided by the query's own range once it exceeds L.
+
+The paper defines causal attention (j <= i). For keys after the query (encoder self-attention,
+cross-attention) the appendix code's ``|c (i - j)|`` would mirror j > i onto j < i; here the input
+keeps the sign of i - j (``sign(i - j) psi(|i - j|) / psi(max(L, i))``), so the bias can tell left
+from right. On j <= i both are the paper's formula.
+
+Unlike the other bias schemes, the bias depends on the query's absolute position i once i > L:
+where left padding shifts positions, they must be counted from the first real token (as rel2
+counts encoder positions), or padding changes the bias.
+
+The interface is the bias schemes' of ``position_schemes.py``: ``labels(query_positions,
+key_positions)`` (here the normalised distances, which depend on c and L, so they are formed on
+every forward) then ``forward(q, labels, scaling)`` -> (B or 1, H, Tq, Tk), added to the scaled
+logits (not divided by sqrt(d_h)).
+"""
+
+import torch
+import torch.nn as nn
+
+
+class FireBias(nn.Module):
+    rotates = False  # q and k unchanged
+    banded = False  # labels are not clipped to a radius: no band path
+    embeddings = None  # no q-dependent term
+    bias = None  # no table (the MLP's parameters need a gradient all the same)
+
+    def __init__(self, num_heads, mlp_hidden=32, init_c=0.1, init_threshold=512.0, eps=1e-6):
+        super().__init__()
+        if num_heads < 1:
+            raise ValueError(f"--encoder/decoder-attention-heads must be >= 1 (got {num_heads})")
+        if mlp_hidden < 1:
+            raise ValueError(f"--fire-mlp-hidden must be >= 1 (got {mlp_hidden})")
+        if init_c <= 0 or init_threshold <= 0:
+            raise ValueError(f"FIRE needs c > 0 and L > 0 (got c={init_c}, L={init_threshold})")
+        self.num_heads = num_heads
+        self.mlp = nn.Sequential(
+            nn.Linear(1, mlp_hidden), nn.ReLU(), nn.Linear(mlp_hidden, num_heads)
+        )
+        self.c = nn.Parameter(torch.tensor(float(init_c)))
+        self.threshold_scale = nn.Parameter(torch.tensor(1.0))
+        self.init_threshold = float(init_threshold)  # L0: fixed, so no state-dict entry
+        self.eps = eps
+
+    def psi(self, x):
+        """log(|c x| + 1) of x >= 0, in x's dtype."""
+        return torch.log1p((self.c.to(x.dtype) * x).abs())
+
+    def threshold(self):
+        """The learned L = |s * L0|."""
+        return (self.threshold_scale * self.init_threshold).abs()
+
+    def labels(self, query_positions, key_positions):
+        """Normalised distances (..., Tq, Tk) from positions (..., Tq) and (..., Tk): (Tq,) and
+        (Tk,) in self-attention, (B, T) where counted per sentence. In at least float32: a half
+        precision log of a position thousands long would lose the distances of neighbours."""
+        dtype = torch.promote_types(self.c.dtype, torch.float32)
+        queries = query_positions.to(dtype)
+        distance = queries.unsqueeze(-1) - key_positions.to(dtype).unsqueeze(-2)
+        normaliser = self.psi(torch.maximum(queries, self.threshold().to(dtype))) + self.eps
+        return distance.sign() * self.psi(distance.abs()) / normaliser.unsqueeze(-1)
+
+    def forward(self, q, labels, scaling=None):
+        """f_theta(labels) as (B or 1, H, Tq, Tk) in q's dtype; ``scaling`` unused (the bias is
+        added to the scaled logits as it is)."""
+        if labels.dim() == 2:
+            labels = labels.unsqueeze(0)
+        bias = self.mlp(labels.unsqueeze(-1).to(self.mlp[0].weight.dtype))  # (B or 1, Tq, Tk, H)
+        return bias.permute(0, 3, 1, 2).to(q.dtype)
