@@ -36,17 +36,26 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .. import plot_curves, seq_accuracy
+from .. import plot_curves
 from . import run_archive, study_stats
-from .runs import ROOT, ExperimentError, Parser
+from .report_templates import render
+from .runs import ROOT, Parser
+from .study_results import (
+    ReportError,
+    Run,
+    data_facts,
+    eval_result,
+    length_ratio,
+    load_lm_study,
+    load_significance,
+    read_runs,
+    read_seconds,
+    read_selection,
+    read_text,
+    run_stats,
+)
 
 PROG = "study-report.py"
-SMOKE_BANNER = (
-    "> **Smoke run, not results.** This document was generated from a pipeline check at a tiny "
-    "budget (a slice of the data, a few updates). Its numbers say nothing about the "
-    "architectures; the study itself has not been run yet. Run it with `{command}` (it "
-    "rewrites this document)."
-)
 STUDY_COMMAND = {
     "nmt": "bash scripts/study-nmt.sh",
     "lm": "bash scripts/study-lm.sh",
@@ -74,170 +83,10 @@ STUDIES = {
         "docs/results-lm.md",
     ),
 }
-# The reference point of the NMT baseline: published from-scratch, text-only Multi30k
-# task-1 scores on test 2016 flickr, each read in the source named; none is
-# scored as we score, and the text says how each differs.
-PUBLISHED_NMT = (
-    "Published from-scratch, text-only scores on the same test set (Multi30k task 1, "
-    "test_2016_flickr, 1,000 sentences; no pre-training, no extra data), none of them scored "
-    "as we score (detokenized, cased sacreBLEU and chrF2):\n\n"
-    '- En→De, the closest in size: Wu et al. (ACL 2021, "Good for Misconceived Reasons"), '
-    "the text-only Transformer-Tiny (fairseq, 4+4 layers, d 128, ffn 256, 4 heads, shared "
-    "embeddings, dropout 0.3; about 2.6M parameters, our estimate, not stated by the authors): "
-    "BLEU 41.02, as the authors' repository prints it "
-    "(github.com/LividWo/Revisit-MMT, README-baseline.md; we could not read the paper's own "
-    "table). Tokenized, lowercased fairseq BLEU on Moses-tokenized text (BPE removed), 8,000 "
-    "updates on 2 GPUs, the average of the last 10 checkpoints, beam 5: lowercasing and "
-    "tokenization alone raise BLEU over detokenized cased sacreBLEU, and the model is trained to "
-    "convergence, so it is an upper reference for our CPU budget, not a like-for-like one.\n"
-    "- En→De, older recurrent baselines: Elliott and Kádár (IJCNLP 2017), text-only GRU NMT, "
-    "BLEU 35.5 ± 0.8 and METEOR 54.0 ± 0.6 over 3 runs (lowercased, tokenized); Calixto, Liu and "
-    "Campbell (ACL 2017), text-only GRU NMT trained on Multi30k only, BLEU 33.7, METEOR 52.3, "
-    "chrF3 65.2 (cased, tokenized; chrF3 weighs recall with β = 3, not sacreBLEU's chrF2).\n"
-    "- De→En: Calixto and Liu (EMNLP 2017), the same text-only GRU NMT, BLEU 38.2, METEOR 35.8 "
-    "(cased, tokenized).\n\n"
-    "The two GRU papers' numbers were read in PDF copies held in a public repository "
-    "(github.com/ZihengZZH/awesome-multimodal-machine-translation, folder paper/). A "
-    "like-for-like number would need a released system output rescored with our sacreBLEU "
-    "signature; none of these papers ships one that we could find."
-)
-
-
-class ReportError(ExperimentError):
-    pass
-
-
-# --------------------------------------------------------------------------------------------
-# reading the outputs
-
-VALID = re.compile(r"\| valid \| (.*)$")
-TRAIN_EPOCH = re.compile(r"\| train \| (.*)$")
-PARAMS = re.compile(r"num\. (?:shared )?model params: ([0-9,]+)")
-
-
-def _fields(rest):
-    out = {}
-    for field in rest.split(" | "):
-        parts = field.strip().split(" ")
-        if len(parts) == 2:
-            try:
-                out[parts[0]] = float(parts[1])
-            except ValueError:
-                pass
-    return out
-
-
-def parse_train_log(path):
-    """params, validation records, train epoch records of a fairseq-train log (simple format)."""
-    p = Path(path)
-    if not p.is_file():
-        raise ReportError(f"{path}: no such file")
-    params, valid, train = None, [], []
-    for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
-        if params is None and (m := PARAMS.search(line)):
-            params = int(m.group(1).replace(",", ""))
-        if m := VALID.search(line):
-            valid.append(_fields(m.group(1)))
-        elif m := TRAIN_EPOCH.search(line):
-            train.append(_fields(m.group(1)))
-    return {"params": params, "valid": valid, "train": train}
-
-
-LOADED = re.compile(r"loaded ([0-9,]+) examples from: (\S+)")
-LM_DICT = re.compile(r"dictionary: ([0-9,]+) types")
-
-
-def data_facts(run_dir):
-    """Examples per split (train/valid/test) and the LM dictionary size, from the run's logs."""
-    facts = {}
-    for name in ("train.log", "generate.log", "eval-test.log"):
-        f = Path(run_dir) / name
-        if not f.is_file():
-            continue
-        for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
-            if m := LOADED.search(line):
-                split = Path(m.group(2)).name.split(".")[0]
-                facts.setdefault(split, int(m.group(1).replace(",", "")))
-            elif "types" in line and (m := LM_DICT.search(line)):
-                facts.setdefault("dict", int(m.group(1).replace(",", "")))
-    return facts
-
-
-def length_ratio(run_dir):
-    """Hypothesis over reference length on the decoded subset, in the post-processed (Moses) tokens
-    of fairseq-generate's H- and T- lines: why BLEU and chrF can disagree (BLEU's brevity penalty
-    below 1; above 1, extra words only lower its n-gram precisions). None without one output."""
-    outputs = sorted(Path(run_dir).glob("generate-*.txt"))
-    if len(outputs) != 1:
-        return None
-    with open(outputs[0], encoding="utf-8", errors="replace") as fh:
-        hyps, refs, _ = seq_accuracy.parse_generate_output(fh)
-    hyp = sum(len(h.split()) for h in hyps.values())
-    ref = sum(len(r.split()) for r in refs.values())
-    return hyp / ref if ref else None
-
-
-def read_seconds(run_dir, name="train.seconds"):
-    f = Path(run_dir) / name
-    if not f.is_file():
-        return None, None
-    parts = f.read_text().split()
-    wall = float(parts[0]) if parts else None
-    cpu = float(parts[1]) if len(parts) > 1 else None
-    return wall, cpu
-
-
-def read_runs(out):
-    f = Path(out) / "runs.tsv"
-    if not f.is_file():
-        raise ReportError(f"{f}: no such file (run scripts/compare-{{nmt,lm}}.sh first)")
-    with open(f, encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(fh, delimiter="\t"))
-    if not rows:
-        raise ReportError(f"{f}: no runs")
-    return rows
-
-
-def run_stats(run_dir):
-    log = parse_train_log(Path(run_dir) / "train.log")
-    wall, cpu = read_seconds(run_dir)
-    valid = [v for v in log["valid"] if "loss" in v]
-    best = min(valid, key=lambda v: v["loss"]) if valid else None
-    epochs = int(log["train"][-1].get("epoch", 0)) if log["train"] else None
-    updates = None
-    for rec in reversed(log["train"] + valid):
-        if "num_updates" in rec:
-            updates = int(rec["num_updates"])
-            break
-    wps = [t["wps"] for t in log["train"] if "wps" in t]
-    # tokens trained: per epoch line, words per batch x updates of that epoch
-    tokens, prev = 0.0, 0
-    for t in log["train"]:
-        n = int(t.get("num_updates", prev))
-        tokens += t.get("wpb", 0.0) * max(n - prev, 0)
-        prev = n
-    return {
-        "params": log["params"],
-        "epochs": epochs,
-        "updates": updates,
-        "best_loss": best["loss"] if best else None,
-        "best_ppl": best.get("ppl") if best else None,
-        "best_epoch": int(best["epoch"]) if best and "epoch" in best else None,
-        "wps": statistics.mean(wps) if wps else None,
-        "tokens": tokens or None,
-        "wall": wall,
-        "cpu": cpu,
-        "n_valid": len(valid),
-    }
 
 
 # --------------------------------------------------------------------------------------------
 # formatting
-
-
-def per_cpu(st):
-    """Target tokens trained per CPU second (robust to a shared machine, unlike fairseq's wps)."""
-    return st["tokens"] / st["cpu"] if st["tokens"] and st["cpu"] else None
 
 
 def fmt(x, spec="{:,.0f}", none="-"):
@@ -277,11 +126,6 @@ def machine():
     )
 
 
-def read_text(path, default=""):
-    p = Path(path)
-    return p.read_text(encoding="utf-8").strip() if p.is_file() else default
-
-
 def copy_curves(out, doc):
     src = Path(out) / "curves.png"
     if not src.is_file():
@@ -295,14 +139,11 @@ def copy_curves(out, doc):
 def header(title, smoke, out, kind):
     lines = [f"# {title}" + (" (smoke run, not results)" if smoke else ""), ""]
     if smoke:
-        lines += [SMOKE_BANNER.format(command=STUDY_COMMAND[kind[0]]), ""]
+        lines += [render("study-smoke", command=STUDY_COMMAND[kind[0]]), ""]
     study = STUDIES.get(kind)
     if study and not smoke:
         lines += [
-            f"Generated by `scripts/study-report.py` from the runs of `{study[0]}`, archived in "
-            f"`{study[2]}`; `python scripts/study-report.py archive {study[2]} --doc "
-            f"{study[3]}` regenerates it from that archive alone (no training). The machine the "
-            "runs were made on: the `.provenance.json` file of the same name.",
+            render("study-generated-by", study=study[0], archive=study[2], doc=study[3]),
             "",
         ]
     return lines
@@ -316,9 +157,22 @@ def scrub_history(text):
     return re.sub(r"\bthe issue-[0-9]+ ", "the earlier ", text)
 
 
-def commands_section(out, runs, key_dir="dir", kind=None):
+def config_comment(path, start):
+    """The comment paragraph of a config that starts with START (e.g. '# Budget')."""
+    lines, on = [], False
+    for line in read_text(path).splitlines():
+        if line.startswith(start):
+            on = True
+        if on:
+            if not line.startswith("#"):
+                break
+            lines.append(line[1:].strip())
+    return " ".join(lines)
+
+
+def commands_section(runs, kind=None):
     """The study's command (the one that writes the document) and each run's commands as
-    executed."""
+    executed (RUNS: Run records)."""
     study = STUDIES.get(kind)
     lines = ["## Commands", ""]
     if study:
@@ -326,233 +180,249 @@ def commands_section(out, runs, key_dir="dir", kind=None):
         lines += [study[0], "```", ""]
     lines += ["Each run, as executed:", ""]
     for r in runs:
-        label = r["name"] + (f" (seed {r['seed']})" if r.get("seed") else "")
-        lines += [f"<details><summary>{label}</summary>", "", "```"]
-        lines.append(read_text(Path(r[key_dir]) / "commands.txt", "(commands.txt missing)"))
+        lines += [f"<details><summary>{r.label}</summary>", "", "```"]
+        lines.append(read_text(Path(r.dir) / "commands.txt", "(commands.txt missing)"))
         lines += ["```", "", "</details>", ""]
     return lines
+
+
+def planned_budget(out, name):
+    """The '# Budget ...' paragraph of the first system's config (its copy OUT/NAME/config.sh)."""
+    return scrub_history(config_comment(Path(out) / name / "config.sh", "# Budget"))
+
+
+def cost_row(run, st, per):
+    if per == "epoch":
+        per_unit = (st.cpu / st.epochs) if st.cpu and st.epochs else None
+    else:
+        per_unit = (1000 * st.cpu / st.updates) if st.cpu and st.updates else None
+    return [run.label, fmt(st.updates), fmt(st.wall), fmt(st.cpu), fmt(per_unit)]
+
+
+def budget_lines(runs, stats, extra_dirs=(), per="epoch", out=None):
+    """The Cost section: each run's training time, the total (with the losing selection
+    candidates' folders EXTRA_DIRS), and the budget the first system's config plans."""
+    total_wall = sum(s.wall or 0 for s in stats.values())
+    total_cpu = sum(s.cpu or 0 for s in stats.values())
+    for d in extra_dirs:
+        w, c = read_seconds(d)
+        total_wall += w or 0
+        total_cpu += c or 0
+    unit = "CPU s / epoch" if per == "epoch" else "CPU s / 1000 updates"
+    rows = [cost_row(r, stats[(r.name, r.seed)], per) for r in runs]
+    text = render(
+        "study-cost",
+        table=table(["Run", "Updates", "Train wall (s)", "Train CPU (s)", unit], rows),
+        wall_min=f"{total_wall / 60:.1f}",
+        cpu_min=f"{total_cpu / 60:.1f}",
+        losers_note=", the losing selection candidates included" if extra_dirs else "",
+    )
+    plan = planned_budget(out, runs[0].name) if out else None
+    return [text, ""] + ([f"Planned (from `{runs[0].name}`'s config): {plan}", ""] if plan else [])
+
+
+def closing_sections(out, doc, runs, curve_metric, kind=None):
+    """The end of either document: learning curves (PNG beside the doc), commands."""
+    lines = []
+    curves = copy_curves(out, doc)
+    if curves:
+        image = f"![{curve_metric} vs epoch and updates]({curves})"
+        lines += [render("study-curves", image=image, out=out), ""]
+    return lines + commands_section(runs, kind=kind)
 
 
 # --------------------------------------------------------------------------------------------
 # NMT
 
+LANGUAGE = {"en": "English", "de": "German"}
 
-def load_significance(out, seed):
-    stem = f"significance-seed{seed}" if seed else "significance"
-    f = Path(out) / f"{stem}.json"
-    if not f.is_file():
-        raise ReportError(f"{f}: no such file (did scripts/compare-nmt.sh finish?)")
-    return json.loads(f.read_text(encoding="utf-8"))
+
+def nmt_setup(runs, seeds, baseline):
+    r0 = runs[0]
+    facts = data_facts(r0.dir)
+    sizes = ", ".join(f"{k} {facts[k]:,} pairs" for k in ("train", "valid", "test") if k in facts)
+    text = render(
+        "nmt-setup",
+        src=r0["src"],
+        tgt=r0["tgt"],
+        sizes=sizes,
+        deen_note=""
+        if r0["src"] == "en"
+        else ", which the de→en configs source, swapping the languages",
+        beam=r0["beam"],
+        lenpen=r0["lenpen"],
+        baseline=baseline,
+        seeds=", ".join(s or "the config seed" for s in seeds),
+    )
+    return [text, ""]
+
+
+def selection_lines(out, names):
+    """The Fusion chosen on validation section: each fused system's candidates."""
+    sel = []
+    for n in names:
+        f = Path(out) / n / "selection.txt"
+        if not f.is_file():
+            continue
+        s = read_selection(f)
+        candidates = ", ".join(
+            f"{c[0]} {float(c[2]):.3f}" + (" (**chosen**)" if c[1] == s.winner else "")
+            for c in s.candidates
+        )
+        sel.append(render("nmt-selection", name=n, epochs=s.epochs, candidates=candidates))
+    return ["## Fusion chosen on validation", ""] + sel + [""] if sel else []
+
+
+def by_system(metric):
+    """{system: row} of one metric of a significance JSON."""
+    return {r["system"]: r for r in metric["rows"]}
+
+
+def nmt_header_row(m):
+    chrf = "chrF" in m
+    head = ["System", "Arch", "Params", "Epochs (best)", "Best valid loss", "BLEU"]
+    head += ["chrF"] if chrf else []
+    head += ["tok-BLEU", "Hyp/ref length", "ΔBLEU", "p bs", "p ar", "p bs (Holm)"]
+    head += ["ΔchrF", "p bs (chrF)", "p ar (chrF)", "p bs (chrF, Holm)"] if chrf else []
+    return head + ["Train wall (s)", "Train CPU (s)", "words/s (wall)", "words/CPU-s"]
+
+
+def nmt_result_row(r, st, by, holm_bs):
+    """One run's row of a seed's results table (BY: metric -> system -> significance row)."""
+    b = by["BLEU"][r.name]
+    arch = f"`{r['arch']}`" + (f" ({r['selected']})" if r.get("selected") else "")
+    row = [r.name, arch, fmt(st.params), f"{fmt(st.epochs)} ({fmt(st.best_epoch)})"]
+    row += [fmt(st.best_loss, "{:.3f}"), f"{b['score']:.2f}"]
+    if "chrF" in by:
+        row.append(f"{by['chrF'][r.name]['score']:.2f}")
+    row.append(f"{by['tok-BLEU'][r.name]['score']:.2f}")
+    row.append(fmt(length_ratio(r.dir), "{:.3f}"))
+    row += [fmt(b["delta"], "{:+.2f}"), fmt_p(b["p_bs"]), fmt_p(b["p_ar"])]
+    row.append(fmt_p(holm_bs.get(("BLEU", r.name))))
+    if "chrF" in by:
+        c = by["chrF"][r.name]
+        row += [fmt(c["delta"], "{:+.2f}"), fmt_p(c["p_bs"]), fmt_p(c["p_ar"])]
+        row.append(fmt_p(holm_bs.get(("chrF", r.name))))
+    return row + [fmt(st.wall), fmt(st.cpu), fmt(st.wps), fmt(st.per_cpu)]
+
+
+def nmt_seed_results(runs, stats, seed, res):
+    """The results table of one seed, its test settings and the metrics' signatures."""
+    m = res["metrics"]
+    by = {k: by_system(v) for k, v in m.items()}
+    holm_bs = seed_holm(m)
+    rows = [nmt_result_row(r, stats[(r.name, seed)], by, holm_bs) for r in runs if r.seed == seed]
+    text = render(
+        "nmt-seed-results",
+        seed_note=f", seed {seed}" if seed else "",
+        table=table(nmt_header_row(m), rows, text_cols=2),
+        sentences=res["sentences"],
+        resamples=res["settings"]["resamples"],
+        trials=res["settings"]["trials"],
+    )
+    signatures = [f"- {k} ({v['description']}): `{v['signature_bs']}`" for k, v in m.items()]
+    return [text, *signatures, ""]
+
+
+def nmt_across_seeds(sig, seeds, names):
+    """The mean ± sd over seeds and the across-seed tests; and the tests' reading sentences."""
+    metrics = sig[seeds[0]]["metrics"]
+    rows = []
+    for n in names:
+        vals = [[by_system(sig[s]["metrics"][k])[n]["score"] for s in seeds] for k in metrics]
+        rows.append([n] + [f"{statistics.mean(v):.2f} ± {statistics.stdev(v):.2f}" for v in vals])
+    entries = nmt_across_seed_entries(sig, seeds, names)
+    test_table, reading = across_seed_tests(entries, len(seeds))
+    text = render(
+        "nmt-across-seeds",
+        mean_table=table(["System", *metrics.keys()], rows),
+        n=len(entries),
+        test_table=test_table,
+    )
+    return [text], reading
+
+
+def seed_verdict(p_holm, p_ar, delta):
+    # Both tests resample test sentences of one trained model: they say nothing about the
+    # variance between training seeds, so the verdict names its scope.
+    sig_bs, sig_ar = p_holm < 0.05, p_ar < 0.05
+    direction = "better" if delta > 0 else "worse"
+    if sig_bs and sig_ar:
+        return (
+            f"{direction} on the test sentences at this training seed (both "
+            "sentence-resampling tests p < 0.05, bootstrap Holm-corrected; not a test "
+            "across training seeds)"
+        )
+    if sig_bs or sig_ar:
+        return "p < 0.05 in one sentence-resampling test only: no firm difference"
+    return "no difference on the test sentences (p >= 0.05 in both tests)"
+
+
+def nmt_seed_reading(sig, seed, baseline):
+    """The per-seed sentences of the Reading: each system against the baseline on BLEU."""
+    m = sig[seed]["metrics"]
+    chrf = by_system(m["chrF"]) if "chrF" in m else {}
+    lines = []
+    for r in m["BLEU"]["rows"][1:]:
+        c = chrf.get(r["system"])
+        p_holm = seed_holm(m)[("BLEU", r["system"])]
+        lines.append(
+            render(
+                "nmt-seed-verdict",
+                system=r["system"],
+                seed_note=f" (seed {seed})" if seed else "",
+                delta=f"{r['delta']:+.2f}",
+                baseline=baseline,
+                p_bs=f"{r['p_bs']:.4f}",
+                p_holm=f"{p_holm:.4f}",
+                p_ar=f"{r['p_ar']:.4f}",
+                verdict=seed_verdict(p_holm, r["p_ar"], r["delta"]),
+                chrf=f"; chrF {c['delta']:+.2f} (p = {c['p_bs']:.4f})" if c else "",
+            )
+        )
+    return lines
+
+
+def nmt_reading(sig, seeds, baseline, stats, across_reading):
+    lines = ["## Reading", ""]
+    if len(seeds) > 1:
+        reading = "\n".join(across_reading)
+        lines.append(render("nmt-reading-seeds", n=len(seeds), reading=reading))
+    else:
+        lines.append(render("nmt-reading-one-seed"))
+    for s in seeds:
+        lines += nmt_seed_reading(sig, s, baseline)
+    at_last = [st.best_epoch == st.epochs for st in stats.values() if st.epochs]
+    if at_last and all(at_last):
+        # then the differences are at a fixed budget, not at convergence: say so
+        lines.append(render("nmt-at-budget", n=len(at_last)))
+    # The reference point of the NMT baseline: published from-scratch, text-only Multi30k
+    # task-1 scores on test 2016 flickr, each read in the source named; none is scored as we
+    # score, and the text says how each differs.
+    return lines + [render("nmt-reference")]
 
 
 def nmt_doc(out, smoke):
     runs = read_runs(out)
-    seeds = list(dict.fromkeys(r["seed"] for r in runs))
-    names = list(dict.fromkeys(r["name"] for r in runs))
+    seeds = list(dict.fromkeys(r.seed for r in runs))
+    names = list(dict.fromkeys(r.name for r in runs))
     baseline = names[0]
-    stats = {(r["name"], r["seed"]): run_stats(r["dir"]) for r in runs}
+    stats = {(r.name, r.seed): run_stats(r.dir) for r in runs}
     sig = {s: load_significance(out, s) for s in seeds}
     r0 = runs[0]
-    lang = {"en": "English", "de": "German"}
-    pair = f"{lang.get(r0['src'], r0['src'])}→{lang.get(r0['tgt'], r0['tgt'])}"
+    pair = f"{LANGUAGE.get(r0['src'], r0['src'])}→{LANGUAGE.get(r0['tgt'], r0['tgt'])}"
     kind = ("nmt", f"{r0['src']}-{r0['tgt']}")
     lines = header(f"Multi30k {pair}: stock vs the plugin's systems", smoke, out, kind)
-    facts = data_facts(r0["dir"])
-    sizes = ", ".join(f"{k} {facts[k]:,} pairs" for k in ("train", "valid", "test") if k in facts)
-    lines += [
-        "**Question**: on a real corpus, do these architectures train as well "
-        "as the stock baseline and as a stock model of the largest system's parameter count, at "
-        "what cost, and is a difference larger than the variation between training seeds?",
-        "",
-        "## Setup",
-        "",
-        f"- Data: Multi30k task 1 {r0['src']}→{r0['tgt']}, valid = val, test = test_2016_flickr "
-        f"({sizes}; the full corpus: 29,000 / 1,014 / 1,000), `scripts/prepare-multi30k.sh` "
-        "(Moses tokenization, joint sentencepiece BPE, joined dictionary).",
-        "- One recipe for every system (configs/nmt/multi30k-ende-baseline.sh"
-        + ("" if r0["src"] == "en" else ", which the de→en configs source, swapping the languages")
-        + "; the others change the architecture only, the -baseline-wide system the ffn width); "
-        "the exact fairseq-train commands are under Commands.",
-        f"- Decoding: checkpoint_best.pt (lowest validation loss), beam {r0['beam']}, lenpen "
-        f"{r0['lenpen']}, on the test subset; every sentence scored.",
-        "- Scores: detokenized sacreBLEU and chrF (sacremoses-detokenized fairseq output against the "
-        "detokenized references; signatures below) and tokenized BLEU (multi-bleu style on the "
-        "Moses tokens); hyp/ref length: hypothesis over reference tokens on the test set (BLEU's "
-        "brevity penalty acts below 1; above 1 the extra words lower BLEU's precisions, and chrF, "
-        "which weights recall twice, less). "
-        "Paired bootstrap resampling and paired approximate randomization "
-        "(sacrebleu's implementation via `scripts/significance.sh`) against the baseline "
-        f"**{baseline}** per seed, Holm's correction over the seed's comparisons (bootstrap, BLEU "
-        "and chrF); across seeds, paired t-tests of the per-seed scores with Holm's correction "
-        "over all comparisons; * marks p < 0.05 (two-sided).",
-        f"- Seeds: {', '.join(s or 'the config seed' for s in seeds)}.",
-        "",
-    ]
-    sel = []
-    for n in names:
-        f = Path(out) / n / "selection.txt"
-        if f.is_file():
-            rows = [ln.split("\t") for ln in f.read_text(encoding="utf-8").splitlines()]
-            winner = next(r[1] for r in rows if r[0] == "winner")
-            epochs = next(r[1] for r in rows if r[0] == "epochs")
-            cands = [r for r in rows if r[0] not in ("winner", "epochs")]
-            sel.append(
-                f"- **{n}**: candidates trained {epochs} epoch(s) each (first seed); best validation "
-                "loss: "
-                + ", ".join(
-                    f"{c[0]} {float(c[2]):.3f}" + (" (**chosen**)" if c[1] == winner else "")
-                    for c in cands
-                )
-                + ". The chosen run continued from that checkpoint; the other candidate's epochs "
-                "count in the budget below but not in its row."
-            )
-    if sel:
-        lines += ["## Fusion chosen on validation", ""] + sel + [""]
-
+    lines += nmt_setup(runs, seeds, baseline)
+    lines += selection_lines(out, names)
     lines += ["## Results", ""]
     for s in seeds:
-        res = sig[s]
-        m = res["metrics"]
-        by = {k: {r["system"]: r for r in v["rows"]} for k, v in m.items()}
-        header_row = ["System", "Arch", "Params", "Epochs (best)", "Best valid loss", "BLEU"]
-        header_row += ["chrF"] if "chrF" in m else []
-        header_row += ["tok-BLEU", "Hyp/ref length", "ΔBLEU", "p bs", "p ar", "p bs (Holm)"]
-        header_row += (
-            ["ΔchrF", "p bs (chrF)", "p ar (chrF)", "p bs (chrF, Holm)"] if "chrF" in m else []
-        )
-        holm_bs = seed_holm(m)
-        header_row += ["Train wall (s)", "Train CPU (s)", "words/s (wall)", "words/CPU-s"]
-        rows = []
-        for r in (r for r in runs if r["seed"] == s):
-            st = stats[(r["name"], s)]
-            b = by["BLEU"][r["name"]]
-            arch = f"`{r['arch']}`" + (f" ({r['selected']})" if r.get("selected") else "")
-            row = [
-                r["name"],
-                arch,
-                fmt(st["params"]),
-                f"{fmt(st['epochs'])} ({fmt(st['best_epoch'])})",
-                fmt(st["best_loss"], "{:.3f}"),
-                f"{b['score']:.2f}",
-            ]
-            if "chrF" in m:
-                row.append(f"{by['chrF'][r['name']]['score']:.2f}")
-            row.append(f"{by['tok-BLEU'][r['name']]['score']:.2f}")
-            row.append(fmt(length_ratio(r["dir"]), "{:.3f}"))
-            row += [fmt(b["delta"], "{:+.2f}"), fmt_p(b["p_bs"]), fmt_p(b["p_ar"])]
-            row.append(fmt_p(holm_bs.get(("BLEU", r["name"]))))
-            if "chrF" in m:
-                c = by["chrF"][r["name"]]
-                row += [fmt(c["delta"], "{:+.2f}"), fmt_p(c["p_bs"]), fmt_p(c["p_ar"])]
-                row.append(fmt_p(holm_bs.get(("chrF", r["name"]))))
-            row += [fmt(st["wall"]), fmt(st["cpu"]), fmt(st["wps"]), fmt(per_cpu(st))]
-            rows.append(row)
-        lines += [
-            f"### Test 2016 flickr{f', seed {s}' if s else ''}",
-            "",
-            table(header_row, rows, text_cols=2),
-            "",
-            f"{res['sentences']} sentences; bootstrap {res['settings']['resamples']} resamples, "
-            f"approximate randomization {res['settings']['trials']} trials. Signatures:",
-            "",
-        ]
-        for k, v in m.items():
-            lines.append(f"- {k} ({v['description']}): `{v['signature_bs']}`")
-        lines.append("")
+        lines += nmt_seed_results(runs, stats, s, sig[s])
+    across_reading = []
     if len(seeds) > 1:
-        rows = []
-        for n in names:
-            vals = {
-                k: [
-                    {r["system"]: r for r in sig[s]["metrics"][k]["rows"]}[n]["score"]
-                    for s in seeds
-                ]
-                for k in sig[seeds[0]]["metrics"]
-            }
-            rows.append(
-                [n]
-                + [f"{statistics.mean(v):.2f} ± {statistics.stdev(v):.2f}" for k, v in vals.items()]
-            )
-        lines += [
-            "### Mean ± standard deviation over seeds",
-            "",
-            table(["System", *sig[seeds[0]]["metrics"].keys()], rows),
-            "",
-        ]
-        entries = nmt_across_seed_entries(sig, seeds, names)
-        test_table, across_reading = across_seed_tests(entries, len(seeds))
-        lines += [
-            "### Across seeds",
-            "",
-            "The test that speaks to the architectures: a paired t-test of each system's score "
-            "against each baseline's over the training seeds (paired by seed; two-sided), "
-            f"Holm's correction over all {len(entries)} comparisons of this table (* adjusted "
-            "p < 0.05).",
-            "",
-            test_table,
-            "",
-        ]
-
-    lines += ["## Reading", ""]
-    if len(seeds) > 1:
-        lines += [
-            f"Across {len(seeds)} training seeds (the verdicts; Holm-corrected paired t-tests "
-            "above):",
-            "",
-            *across_reading,
-            "",
-            "Per seed, on the test sentences of one trained model each (paired bootstrap and "
-            "approximate randomization; they say nothing about the variance between seeds):",
-            "",
-        ]
-    else:
-        lines += [
-            "One training seed: no test across seeds was possible, so no verdict on the "
-            "architectures; per seed, on the test sentences:",
-            "",
-        ]
-    for s in seeds:
-        m = sig[s]["metrics"]
-        for r in m["BLEU"]["rows"][1:]:
-            c = (
-                {x["system"]: x for x in m["chrF"]["rows"]}.get(r["system"])
-                if "chrF" in m
-                else None
-            )
-            p_holm = seed_holm(m)[("BLEU", r["system"])]
-            sig_bs, sig_ar = p_holm < 0.05, r["p_ar"] < 0.05
-            direction = "better" if r["delta"] > 0 else "worse"
-            # Both tests resample test sentences of one trained model: they say nothing about
-            # the variance between training seeds, so the verdict names its scope.
-            if sig_bs and sig_ar:
-                verdict = (
-                    f"{direction} on the test sentences at this training seed (both "
-                    "sentence-resampling tests p < 0.05, bootstrap Holm-corrected; not a test "
-                    "across training seeds)"
-                )
-            elif sig_bs or sig_ar:
-                verdict = "p < 0.05 in one sentence-resampling test only: no firm difference"
-            else:
-                verdict = "no difference on the test sentences (p >= 0.05 in both tests)"
-            lines.append(
-                f"- {r['system']}{f' (seed {s})' if s else ''}: BLEU {r['delta']:+.2f} vs "
-                f"{baseline} (paired bootstrap p = {r['p_bs']:.4f}, Holm-adjusted over the seed's "
-                f"comparisons {p_holm:.4f}; approximate randomization p = {r['p_ar']:.4f}): "
-                f"{verdict}"
-                + (f"; chrF {c['delta']:+.2f} (p = {c['p_bs']:.4f})" if c else "")
-                + "."
-            )
-    at_last = [st["best_epoch"] == st["epochs"] for st in stats.values() if st["epochs"]]
-    if at_last and all(at_last):
-        # then the differences are at a fixed budget, not at convergence: say so
-        lines += [
-            "",
-            f"Every run's best validation loss is at its last epoch ({len(at_last)} of "
-            f"{len(at_last)} runs): the epoch budget, not convergence, ended training, so the "
-            "comparison is at equal training budget; longer training may change it.",
-        ]
-    lines += ["", "## Reference point", "", PUBLISHED_NMT, ""]
-
+        across, across_reading = nmt_across_seeds(sig, seeds, names)
+        lines += across
+    lines += nmt_reading(sig, seeds, baseline, stats, across_reading)
     return lines, runs, stats, kind
 
 
@@ -566,7 +436,7 @@ def seed_holm(metrics):
         for r in metrics[k]["rows"][1:]
         if r.get("p_bs") is not None
     ]
-    by = {k: {r["system"]: r for r in metrics[k]["rows"]} for k in ("BLEU", "chrF") if k in metrics}
+    by = {k: by_system(metrics[k]) for k in ("BLEU", "chrF") if k in metrics}
     adjusted = study_stats.holm([by[k][n]["p_bs"] for k, n in keys])
     return dict(zip(keys, adjusted))
 
@@ -578,10 +448,7 @@ def nmt_across_seed_entries(sig, seeds, names):
     metrics = [k for k in ("BLEU", "chrF") if k in sig[seeds[0]]["metrics"]]
 
     def scores(metric, name):
-        return [
-            {r["system"]: r for r in sig[s]["metrics"][metric]["rows"]}[name]["score"]
-            for s in seeds
-        ]
+        return [by_system(sig[s]["metrics"][metric])[name]["score"] for s in seeds]
 
     wide = [n for n in names if n.endswith("-baseline-wide")]
     pairs = [(names[0], n) for n in names[1:]]
@@ -589,89 +456,12 @@ def nmt_across_seed_entries(sig, seeds, names):
     return [(b, a, k, scores(k, a), scores(k, b), True) for k in metrics for a, b in pairs]
 
 
-def planned_budget(out, name):
-    """The '# Budget ...' paragraph of the first system's config (its copy OUT/NAME/config.sh)."""
-    return scrub_history(config_comment(Path(out) / name / "config.sh", "# Budget"))
-
-
-def budget_lines(runs, stats, extra_dirs=(), per="epoch", out=None):
-    total_wall = sum(s["wall"] or 0 for s in stats.values())
-    total_cpu = sum(s["cpu"] or 0 for s in stats.values())
-    for d in extra_dirs:
-        w, c = read_seconds(d)
-        total_wall += w or 0
-        total_cpu += c or 0
-    rows = []
-    for r in runs:
-        s = stats[(r["name"], r.get("seed", ""))]
-        if per == "epoch":
-            per_unit = (s["cpu"] / s["epochs"]) if s["cpu"] and s["epochs"] else None
-        else:
-            per_unit = (1000 * s["cpu"] / s["updates"]) if s["cpu"] and s["updates"] else None
-        rows.append(
-            [
-                r["name"] + (f" (seed {r['seed']})" if r.get("seed") else ""),
-                fmt(s["updates"]),
-                fmt(s["wall"]),
-                fmt(s["cpu"]),
-                fmt(per_unit),
-            ]
-        )
-    return [
-        "## Cost",
-        "",
-        table(
-            [
-                "Run",
-                "Updates",
-                "Train wall (s)",
-                "Train CPU (s)",
-                "CPU s / epoch" if per == "epoch" else "CPU s / 1000 updates",
-            ],
-            rows,
-        ),
-        "",
-        f"Training in total: {total_wall / 60:.1f} min wall, {total_cpu / 60:.1f} min CPU "
-        "(user + sys of fairseq-train, summed over resumed attempts"
-        + (", the losing selection candidates included" if extra_dirs else "")
-        + "). Decoding/evaluation not included. On a shared machine the wall time is inflated; "
-        "the CPU time is close to what one thread alone would take.",
-        "",
-    ] + (
-        [f"Planned (from `{runs[0]['name']}`'s config): {plan}", ""]
-        if out and (plan := planned_budget(out, runs[0]["name"]))
-        else []
-    )
-
-
-def closing_sections(out, doc, runs, curve_metric, kind=None):
-    """The end of either document: learning curves (PNG beside the doc), machine, commands."""
-    lines = []
-    curves = copy_curves(out, doc)
-    if curves:
-        lines += [
-            "## Learning curves",
-            "",
-            f"![{curve_metric} vs epoch and updates]({curves})",
-            "",
-            f"TensorBoard logs (when run with --tensorboard): `tensorboard --logdir {out}/tensorboard`.",
-            "",
-        ]
-    return lines + commands_section(out, runs, kind=kind)
-
-
 def write_nmt(out, doc, smoke):
     lines, runs, stats, kind = nmt_doc(out, smoke)
     # the losing selection candidates (the winner's run is part of its system's run)
     cand_dirs = []
     for f in sorted(Path(out).glob("*/selection.txt")):
-        rows = [ln.split("\t") for ln in f.read_text(encoding="utf-8").splitlines()]
-        winner = next((r[1] for r in rows if r[0] == "winner"), None)
-        cand_dirs += [
-            f.parent / "select" / r[0]
-            for r in rows
-            if r[0] not in ("winner", "epochs") and len(r) > 1 and r[1] != winner
-        ]
+        cand_dirs += [f.parent / "select" / name for name in read_selection(f).losers()]
     lines += budget_lines(runs, stats, cand_dirs, out=out)
     return lines + closing_sections(out, doc, runs, "validation loss", kind)
 
@@ -679,126 +469,97 @@ def write_nmt(out, doc, smoke):
 # --------------------------------------------------------------------------------------------
 # LM
 
-
-def eval_result(path):
-    text = read_text(path)
-    out = {}
-    for line in text.splitlines():
-        if line.startswith("ppl: "):
-            out["ppl"] = float(line.split()[1])
-        elif line.startswith("loss: "):
-            out["loss"] = float(line.split()[1])
-        elif line.startswith("subset: "):
-            out["setting"] = line[len("subset: ") :]
-    return out
-
-
 # Mittal et al.'s WikiText-103 result (docs/method.md §7): test perplexity, compositional vs
 # multi-head, 6 shared layers of d 512, tokens per sample 512, context window 400.
 PAPER_LM = {"compositional": 38.8, "baseline": 39.6}
 
 
+def paper_lm_change():
+    """The paper's relative change of test perplexity, compositional against multi-head (%)."""
+    return 100 * (PAPER_LM["compositional"] - PAPER_LM["baseline"]) / PAPER_LM["baseline"]
+
+
 def lm_reading(runs, stats):
     """The direction of each system's test perplexity against the baseline, next to the paper's."""
     base_run = runs[0]
-    base = eval_result(Path(base_run["dir"]) / "eval-test.txt").get("ppl")
-    paper = 100 * (PAPER_LM["compositional"] - PAPER_LM["baseline"]) / PAPER_LM["baseline"]
+    base = eval_result(Path(base_run.dir) / "eval-test.txt").get("ppl")
+    paper = paper_lm_change()
     lines = ["## Reading", ""]
     for r in runs[1:]:
-        ppl = eval_result(Path(r["dir"]) / "eval-test.txt").get("ppl")
+        ppl = eval_result(Path(r.dir) / "eval-test.txt").get("ppl")
         if base is None or ppl is None:
             continue
         change = 100 * (ppl - base) / base
-        holds = "holds" if (change < 0) == (paper < 0) else "does not hold"
-        tokens = stats[(r["name"], "")]["tokens"]
+        tokens = stats[(r.name, r.seed)].tokens
         lines.append(
-            f"- {r['name']}: test perplexity {ppl:.2f} against {base:.2f} for "
-            f"{base_run['name']} ({change:+.1f}%). The paper's WikiText-103 result: "
-            f"{PAPER_LM['compositional']} compositional vs {PAPER_LM['baseline']} multi-head "
-            f"({paper:+.1f}%): the direction {holds} here. Budget: "
-            + (f"{int(tokens):,} training tokens" if tokens else "the tokens above")
-            + " (about one pass over WikiText-2's 2.1M) at this small shape, against a model "
-            "of d 512 with 6 layers trained for its full schedule on WikiText-103's 103M tokens: "
-            "both models are far from converged here (see the curves), so this is a "
-            "comparison at equal tokens early in training, not of final perplexities."
+            render(
+                "lm-reading",
+                name=r.name,
+                ppl=f"{ppl:.2f}",
+                base=f"{base:.2f}",
+                base_name=base_run.name,
+                change=f"{change:+.1f}%",
+                paper_comp=PAPER_LM["compositional"],
+                paper_base=PAPER_LM["baseline"],
+                paper_change=f"{paper:+.1f}%",
+                holds="holds" if (change < 0) == (paper < 0) else "does not hold",
+                tokens=f"{int(tokens):,} training tokens" if tokens else "the tokens above",
+            )
         )
     return lines + [""] if len(lines) > 2 else []
 
 
+LM_RESULT_HEADER = [
+    "System",
+    "Arch",
+    "Params",
+    "vs baseline",
+    "Updates",
+    "Tokens trained",
+    "Valid ppl",
+    "Test ppl",
+    "Train tokens/s (wall)",
+    "Train tokens/CPU-s",
+    "Train wall (s)",
+    "Train CPU (s)",
+]
+
+
+def lm_result_row(r, s, base):
+    v = eval_result(Path(r.dir) / "eval-valid.txt")
+    t = eval_result(Path(r.dir) / "eval-test.txt")
+    dp = (
+        f"{100 * (s.params - base.params) / base.params:+.2f}%" if s.params and base.params else "-"
+    )
+    return [
+        r.name,
+        f"`{r['arch']}`",
+        fmt(s.params),
+        dp,
+        fmt(s.updates),
+        fmt(s.tokens),
+        fmt(v.get("ppl"), "{:.2f}"),
+        fmt(t.get("ppl"), "{:.2f}"),
+        fmt(s.wps),
+        fmt(s.per_cpu),
+        fmt(s.wall),
+        fmt(s.cpu),
+    ]
+
+
 def write_lm(out, doc, smoke):
     runs = read_runs(out)
-    for r in runs:
-        r.setdefault("seed", "")
-    stats = {(r["name"], ""): run_stats(r["dir"]) for r in runs}
+    stats = {(r.name, r.seed): run_stats(r.dir) for r in runs}
     lines = header("WikiText-2 language modelling: stock vs compositional", smoke, out, ("lm", ""))
-    base = stats[(runs[0]["name"], "")]
-    facts = data_facts(runs[0]["dir"])
+    base = stats[(runs[0].name, runs[0].seed)]
+    facts = data_facts(runs[0].dir)
+    sizes = ", ".join(f"{k} {facts[k]:,} lines" for k in ("train", "valid") if k in facts)
+    sizes += f", dictionary {facts['dict']:,} types" if "dict" in facts else ""
+    lines.append(render("lm-setup", sizes=sizes))
+    rows = [lm_result_row(r, stats[(r.name, r.seed)], base) for r in runs]
+    setting = eval_result(Path(runs[0].dir) / "eval-test.txt").get("setting", "")
     lines += [
-        "**Question**: trained on the same tokens, does the compositional LM (the "
-        "paper's recipe scaled down: shared pre-norm layers, S = R = heads) model WikiText-2 as "
-        "well as a stock `transformer_lm` of the same size, and at what cost?",
-        "",
-        "## Setup",
-        "",
-        "- Data: WikiText-2, word level (v1 tokens) from `scripts/prepare-wikitext.sh 2`: "
-        + ", ".join(f"{k} {facts[k]:,} lines" for k in ("train", "valid") if k in facts)
-        + (f", dictionary {facts['dict']:,} types" if "dict" in facts else "")
-        + " (the full corpus: 36,718 training lines, 33,280 types with the specials).",
-        "- Models and training: configs/lm/wikitext2-study-*.sh (commands below); both see the "
-        "same number of updates of the same batches, so the same tokens.",
-        "- Evaluation: checkpoint_best.pt (lowest validation loss during training) with "
-        "`scripts/eval-lm.sh` (fairseq-eval-lm with --context-window: every token scored with at "
-        "least that much left context) on the full valid and test subsets.",
-        "",
-        "## Results",
-        "",
-    ]
-    rows = []
-    for r in runs:
-        s = stats[(r["name"], "")]
-        v = eval_result(Path(r["dir"]) / "eval-valid.txt")
-        t = eval_result(Path(r["dir"]) / "eval-test.txt")
-        dp = (
-            f"{100 * (s['params'] - base['params']) / base['params']:+.2f}%"
-            if s["params"] and base["params"]
-            else "-"
-        )
-        rows.append(
-            [
-                r["name"],
-                f"`{r['arch']}`",
-                fmt(s["params"]),
-                dp,
-                fmt(s["updates"]),
-                fmt(s["tokens"]),
-                fmt(v.get("ppl"), "{:.2f}"),
-                fmt(t.get("ppl"), "{:.2f}"),
-                fmt(s["wps"]),
-                fmt(per_cpu(s)),
-                fmt(s["wall"]),
-                fmt(s["cpu"]),
-            ]
-        )
-    setting = eval_result(Path(runs[0]["dir"]) / "eval-test.txt").get("setting", "")
-    lines += [
-        table(
-            [
-                "System",
-                "Arch",
-                "Params",
-                "vs baseline",
-                "Updates",
-                "Tokens trained",
-                "Valid ppl",
-                "Test ppl",
-                "Train tokens/s (wall)",
-                "Train tokens/CPU-s",
-                "Train wall (s)",
-                "Train CPU (s)",
-            ],
-            rows,
-            text_cols=2,
-        ),
+        table(LM_RESULT_HEADER, rows, text_cols=2),
         "",
         f"Evaluation: {setting}." if setting else "",
         "",
@@ -926,12 +687,8 @@ def restore_nmt(archive, out):
             selected, cfg = "", f"configs/nmt/{name}.sh"
             if sel.is_file():
                 shutil.copyfile(sel, out / name / "selection.txt")
-                winner = next(
-                    ln.split("\t")[1]
-                    for ln in sel.read_text(encoding="utf-8").splitlines()
-                    if ln.startswith("winner\t")
-                )
-                cfg, selected = winner, Path(winner).stem
+                cfg = read_selection(sel).winner
+                selected = Path(cfg).stem
             shutil.copyfile(ROOT / f"configs/nmt/{name}.sh", out / name / "config.sh")
             train, gen = read_text(d / "commands.txt").splitlines()[:2]
             rows.append(
@@ -1042,19 +799,6 @@ def across_seed_tests(entries, n_seeds):
     return table([*header_row, "p", "p (Holm)"], rows, text_cols=2), reading
 
 
-def config_comment(path, start):
-    """The comment paragraph of a config that starts with START (e.g. '# Budget')."""
-    lines, on = [], False
-    for line in read_text(path).splitlines():
-        if line.startswith(start):
-            on = True
-        if on:
-            if not line.startswith("#"):
-                break
-            lines.append(line[1:].strip())
-    return " ".join(lines)
-
-
 def stopped(result):
     """'E epochs, rule|cap, last epoch -X.X%' of a seed's result.json."""
     gain = result.get("last_gain")
@@ -1075,233 +819,189 @@ def widened_sweep(plan):
     return ""
 
 
-def write_lm_study(out, doc, smoke):
-    out = Path(out)
-    plan_file = out / "plan.json"
-    if not plan_file.is_file():
-        raise ReportError(f"{plan_file}: no such file (run scripts/study-lm.sh first)")
-    plan = json.loads(plan_file.read_text())
-    systems, seeds = plan["systems"], plan["seeds"]
-    lrs = sorted(plan["lrs"], key=float)  # --lrs may come in any order
+def params_table(study):
+    """The systems' parameter counts against the first (stock) system's; params.md as it is
+    when its rows do not match the systems."""
+    n_params, archs, systems = study.param_counts, study.param_archs, study.systems
+    if not len(n_params) == len(archs) == len(systems):
+        return study.params_text.strip()
+    rows = [
+        [s, f"`{c}`", f"`{a}`", f"{n:,}", f"{100 * (n - n_params[0]) / n_params[0]:+.1f}%"]
+        for s, c, a, n in zip(systems, study.plan["configs"], archs, n_params)
+    ]
+    return table(["System", "Config", "Arch", "Parameters", "vs stock"], rows, text_cols=3)
 
-    def result(path):
-        if not path.is_file():
-            raise ReportError(f"{path}: no such file (did scripts/study-lm.sh finish?)")
-        return json.loads(path.read_text())
 
-    sweep = {
-        s: {lr: result(out / "sweep" / s / f"lr{lr}" / "result.json") for lr in lrs}
-        for s in systems
-    }
-    res = {s: [result(out / s / f"seed{k}" / "result.json") for k in seeds] for s in systems}
-    chosen = {
-        s: study_stats.choose_lr({lr: r["valid_ppl"] for lr, r in sweep[s].items()})
-        for s in systems
-    }
-    counts = plan["counts"]
-    lines = header(
-        "WikiText-2 language modelling: stock vs matched baseline vs compositional",
-        smoke,
-        out,
-        ("lm-study", ""),
+def lm_study_setup(study):
+    plan = study.plan
+    counts = ", ".join(
+        f"{k} {v['words']:,} words = {v['pieces']:,} pieces" for k, v in plan["counts"].items()
     )
-    params = read_text(out / "params.md")
-    n_params = [int(x.replace(",", "")) for x in re.findall(r"\| ([0-9,]+) \| 0 \|", params)]
-    archs = re.findall(r"^\| `(\S+)", params, re.M)
-    lines += [
-        "**Question**: at matched parameters, tokens and tuning, does "
-        "compositional attention model WikiText-2 better than multi-head attention in the same "
-        "shared-layer model (the paper's matched baseline), and than a stock `transformer_lm`?",
-        "",
-        "## Setup",
-        "",
-        f"- Data: WikiText-2 (v1 word tokens, `scripts/prepare-wikitext.sh 2`), re-tokenized "
-        f"into a sentencepiece unigram vocabulary of {plan['vocab']:,} pieces trained on the "
-        "training split: "
-        + ", ".join(f"{k} {v['words']:,} words = {v['pieces']:,} pieces" for k, v in counts.items())
-        + " (both counting one end of line per line). The smaller vocabulary is the budget "
-        "choice (a word-level softmax of 33k entries made one epoch cost 31-39 CPU minutes); "
-        "perplexity is therefore reported per piece and, **renormalised to words** (the same "
-        "total log-likelihood divided by the word count: 2^(loss x pieces / words)), per word, "
-        "which is the number comparable with word-level WikiText-2 results.",
-        "- Systems and their parameters (`scripts/param-counts.py` of each config's arguments"
-        + (" and the study's --train-args" if plan.get("train_args") else "")
-        + "; the full table with the arguments is OUT/params.md):",
-        "",
-        table(
-            ["System", "Config", "Arch", "Parameters", "vs stock"],
-            [
-                [s, f"`{c}`", f"`{a}`", f"{n:,}", f"{100 * (n - n_params[0]) / n_params[0]:+.1f}%"]
-                for s, c, a, n in zip(systems, plan["configs"], archs, n_params)
-            ],
-            text_cols=3,
+    lines = [
+        render(
+            "lm-study-setup",
+            vocab=f"{plan['vocab']:,}",
+            counts=counts,
+            train_args_note=" and the study's --train-args" if plan.get("train_args") else "",
+            params_table=params_table(study),
         )
-        if len(n_params) == len(archs) == len(systems)
-        else params.strip(),
-        "",
     ]
-    if len(n_params) == len(systems):
-        i_m, i_c = systems.index("matched"), systems.index("compositional")
-        gap = 100 * (n_params[i_c] - n_params[i_m]) / n_params[i_m]
-        lines += [
-            f"- The matched pair differs by {gap:+.1f}% in parameters (compositional against "
-            "matched): "
-            + (
-                "within 5%, so no equalising variant is added; the difference is the retrieval "
-                "projections of compositional attention."
-                if abs(gap) <= 5
-                else "MORE than 5%: an equalising variant is needed before a claim."
-            ),
-            "",
-        ]
-    lines += [
-        f"- Learning rate: a sweep of {', '.join(lrs)} per system, seed 1, "
-        f"{plan['sweep_updates']:,} updates each; the lowest validation perplexity (per piece, "
-        "best checkpoint) chooses." + widened_sweep(plan),
-        f"- Seeds {', '.join(map(str, seeds))} per system at its chosen rate, trained epoch by "
-        f"epoch; stopping rule: after epoch e >= {plan['min_epochs']} once the end-of-epoch "
-        f"validation perplexity improved by less than {100 * plan['min_gain']:.0f}% over epoch "
-        f"e - 1, and after epoch {plan['max_epochs']} at the latest.",
-        f"- Evaluation: checkpoint_best.pt with `scripts/eval-lm.sh --context-window "
-        f"{plan['context_window']}` (fairseq-eval-lm) on the full valid and test subsets.",
-    ]
+    if len(study.param_counts) == len(study.systems):
+        lines.append(matched_gap(study))
+    lines.append(lm_study_protocol(study))
     budget = scrub_history(config_comment(ROOT / plan["configs"][0], "# Budget"))
-    lines += [f"- Planned ({plan['configs'][0]}): {budget}" if budget else "", ""]
+    return lines + [f"- Planned ({plan['configs'][0]}): {budget}" if budget else "", ""]
 
+
+def matched_gap(study):
+    """The sentence on the parameter gap of the matched pair (compositional against matched)."""
+    n_params, systems = study.param_counts, study.systems
+    i_m, i_c = systems.index("matched"), systems.index("compositional")
+    gap = 100 * (n_params[i_c] - n_params[i_m]) / n_params[i_m]
+    verdict = (
+        "within 5%, so no equalising variant is added; the difference is the retrieval "
+        "projections of compositional attention."
+        if abs(gap) <= 5
+        else "MORE than 5%: an equalising variant is needed before a claim."
+    )
+    return render("lm-study-matched-gap", gap=f"{gap:+.1f}%", verdict=verdict)
+
+
+def lm_study_protocol(study):
+    plan = study.plan
+    return render(
+        "lm-study-protocol",
+        lrs=", ".join(study.lrs),
+        sweep_updates=f"{plan['sweep_updates']:,}",
+        widened=widened_sweep(plan),
+        seeds=", ".join(map(str, study.seeds)),
+        min_epochs=plan["min_epochs"],
+        min_gain=f"{100 * plan['min_gain']:.0f}",
+        max_epochs=plan["max_epochs"],
+        context_window=plan["context_window"],
+    )
+
+
+def sweep_table(study):
     rows = []
-    for s in systems:
-        best, edge = chosen[s]
-        for lr in lrs:
-            r = sweep[s][lr]
+    for s in study.systems:
+        best, edge = study.chosen[s]
+        for lr in study.lrs:
+            r = study.sweep[s][lr]
             mark = (
                 " (**chosen**" + (", at the edge of the grid" if edge else "") + ")"
                 if lr == best
                 else ""
             )
             rows.append([s, lr + mark, f"{r['valid_ppl']:.2f}"])
-    lines += [
-        "## Learning-rate sweep",
-        "",
-        table(["System", "lr", "Valid ppl per piece"], rows, text_cols=2),
-        "",
-        "## Results",
-        "",
-    ]
-    word = {s: [r["eval"]["test"]["word_ppl"] for r in res[s]] for s in systems}
+    return table(["System", "lr", "Valid ppl per piece"], rows, text_cols=2)
+
+
+LM_STUDY_RESULT_HEADER = [
+    "System",
+    "lr",
+    "Epochs per seed",
+    "Valid ppl/word",
+    "Test ppl/word",
+    "Test ppl/piece",
+    "CPU min (all seeds)",
+]
+
+
+def lm_study_results_table(study):
     rows = []
-    for s in systems:
-        vw = study_stats.mean_sd([r["eval"]["valid"]["word_ppl"] for r in res[s]])
-        tw = study_stats.mean_sd(word[s])
-        tp = study_stats.mean_sd([r["eval"]["test"]["ppl"] for r in res[s]])
-        cpu = sum(r["cpu"] for r in res[s])
+    for s in study.systems:
+        res = study.results[s]
+        vw = study_stats.mean_sd([r["eval"]["valid"]["word_ppl"] for r in res])
+        tw = study_stats.mean_sd([r["eval"]["test"]["word_ppl"] for r in res])
+        tp = study_stats.mean_sd([r["eval"]["test"]["ppl"] for r in res])
         rows.append(
-            [
-                s,
-                chosen[s][0],
-                ", ".join(str(r["epochs"]) for r in res[s]),
-                f"{vw[0]:.2f} ± {vw[1]:.2f}",
-                f"{tw[0]:.2f} ± {tw[1]:.2f}",
-                f"{tp[0]:.2f} ± {tp[1]:.2f}",
-                fmt(cpu / 60, "{:.1f}"),
-            ]
+            [s, study.chosen[s][0], ", ".join(str(r["epochs"]) for r in res)]
+            + [f"{m:.2f} ± {sd:.2f}" for m, sd in (vw, tw, tp)]
+            + [fmt(sum(r["cpu"] for r in res) / 60, "{:.1f}")]
         )
-    lines += [
-        table(
-            [
-                "System",
-                "lr",
-                "Epochs per seed",
-                "Valid ppl/word",
-                "Test ppl/word",
-                "Test ppl/piece",
-                "CPU min (all seeds)",
-            ],
-            rows,
-            text_cols=2,
-        ),
-        "",
-        f"Mean ± standard deviation over {len(seeds)} seeds. Per seed (test perplexity per word):",
-        "",
-        table(
-            ["System", *[f"seed {k}" for k in seeds]],
-            [[s, *[f"{x:.2f}" for x in word[s]]] for s in systems],
-        ),
-        "",
-        "Where each seed stopped (epochs; what stopped it: the 1% rule or the epoch cap; the "
-        "last epoch's relative improvement of validation perplexity):",
-        "",
-        table(
-            ["System", *[f"seed {k}" for k in seeds]],
-            [[s, *[stopped(r) for r in res[s]]] for s in systems],
-        ),
-        "",
-    ]
+    return table(LM_STUDY_RESULT_HEADER, rows, text_cols=2)
+
+
+def lm_study_results(study):
+    """The sweep, the results, the across-seed tests and their reading."""
+    systems, seeds = study.systems, study.seeds
+    word = study.test_word_ppl()
+    seed_head = ["System", *[f"seed {k}" for k in seeds]]
     pairs = [("matched", "compositional"), ("baseline", "matched"), ("baseline", "compositional")]
     entries = [(b, a, "test ppl/word", word[a], word[b], False) for a, b in pairs]
     test_table, reading = across_seed_tests(entries, len(seeds))
-    lines += [
-        "## Across seeds",
-        "",
-        "Paired t-tests of the test perplexity per word, paired by seed (the same seed gives "
-        "the same batch order), two-sided; Holm's correction over the three comparisons "
-        "(* adjusted p < 0.05).",
-        "",
-        test_table,
-        "",
-        "## Reading",
-        "",
-        *reading,
-    ]
+    text = render(
+        "lm-study-results",
+        sweep_table=sweep_table(study),
+        results_table=lm_study_results_table(study),
+        n_seeds=len(seeds),
+        per_seed_table=table(seed_head, [[s, *[f"{x:.2f}" for x in word[s]]] for s in systems]),
+        stopped_table=table(seed_head, [[s, *map(stopped, study.results[s])] for s in systems]),
+        test_table=test_table,
+        reading="\n".join(reading),
+    )
+    return [text, paper_direction(word)]
+
+
+def paper_direction(word):
+    """The paper's direction next to this study's (mean test perplexity per word)."""
     comp = statistics.fmean(word["compositional"])
     matched = statistics.fmean(word["matched"])
-    paper = 100 * (PAPER_LM["compositional"] - PAPER_LM["baseline"]) / PAPER_LM["baseline"]
+    paper = paper_lm_change()
     ours = 100 * (comp - matched) / matched
-    lines += [
-        f"- The paper's direction: on WikiText-103 (103M tokens, d 512, 6 shared layers, full "
-        f"schedule) compositional {PAPER_LM['compositional']} vs matched multi-head "
-        f"{PAPER_LM['baseline']} ({paper:+.1f}%); here {comp:.2f} vs {matched:.2f} "
-        f"({ours:+.1f}%, mean over seeds) at this study's size (above: about 50 times fewer "
-        "parameters) and a few epochs of WikiText-2's 2M words (50 times less data): the "
-        "direction "
-        + ("is the same" if (ours < 0) == (paper < 0) else "is the opposite")
-        + "; whether it is a finding is the across-seed test above.",
-        "",
-    ]
-    logs = [out / s / f"seed{k}" / "train.log" for s in systems for k in seeds]
-    labels = [s for s in systems for _ in seeds]
+    return render(
+        "lm-study-paper",
+        paper_comp=PAPER_LM["compositional"],
+        paper_base=PAPER_LM["baseline"],
+        paper_change=f"{paper:+.1f}%",
+        comp=f"{comp:.2f}",
+        matched=f"{matched:.2f}",
+        ours=f"{ours:+.1f}%",
+        same="is the same" if (ours < 0) == (paper < 0) else "is the opposite",
+    )
+
+
+def lm_study_curves(study, doc):
+    logs = [study.out / s / f"seed{k}" / "train.log" for s in study.systems for k in study.seeds]
+    labels = [s for s in study.systems for _ in study.seeds]
     curves = doc.with_name(f"{doc.stem}-curves.png")
     try:
         plot_curves.plot(logs, labels, "ppl", ["epoch", "updates"], curves, group=True)
-        lines += [
-            "## Learning curves",
-            "",
-            f"![validation perplexity per piece]({curves.name})",
-            "",
-            "Validation perplexity per piece (the first batches of valid during training); "
-            "the line is the mean over seeds, the band the range.",
-            "",
-        ]
     except plot_curves.LogError as e:
-        lines += ["## Learning curves", "", f"(not drawn: {e})", ""]
-    total_cpu = sum(r["cpu"] for s in systems for r in res[s])
-    sweep_cpu = sum(sweep[s][lr].get("cpu", 0) for s in systems for lr in lrs)
-    lines += [
-        "## Cost",
-        "",
-        f"Sweep {sweep_cpu / 3600:.2f} CPU hours, seeds {total_cpu / 3600:.2f} CPU hours "
-        "(training and evaluation), together "
-        f"{(sweep_cpu + total_cpu) / 3600:.2f} (user + sys of the tools, summed over resumed "
-        "attempts: what one core alone would take; the wall time on a shared machine is longer).",
-        "",
-    ]
-    run_rows = [
-        {"name": f"{s} lr {lr} (sweep)", "dir": str(out / "sweep" / s / f"lr{lr}")}
+        return ["## Learning curves", "", f"(not drawn: {e})", ""]
+    return [render("lm-study-curves", image=f"![validation perplexity per piece]({curves.name})")]
+
+
+def lm_study_cost(study):
+    systems, lrs = study.systems, study.lrs
+    total_cpu = sum(r["cpu"] for s in systems for r in study.results[s])
+    sweep_cpu = sum(study.sweep[s][lr].get("cpu", 0) for s in systems for lr in lrs)
+    return render(
+        "lm-study-cost",
+        sweep_hours=f"{sweep_cpu / 3600:.2f}",
+        seed_hours=f"{total_cpu / 3600:.2f}",
+        total_hours=f"{(sweep_cpu + total_cpu) / 3600:.2f}",
+    )
+
+
+def lm_study_runs(study):
+    """Every run of the study (the sweep's, then the seeds'), for the Commands section."""
+    out, systems = study.out, study.systems
+    runs = [
+        Run(f"{s} lr {lr} (sweep)", str(out / "sweep" / s / f"lr{lr}"))
         for s in systems
-        for lr in lrs
+        for lr in study.lrs
     ]
-    run_rows += [
-        {"name": s, "seed": str(k), "dir": str(out / s / f"seed{k}")}
-        for s in systems
-        for k in seeds
-    ]
-    return lines + commands_section(out, run_rows, kind=("lm-study", ""))
+    return runs + [Run(s, str(out / s / f"seed{k}"), str(k)) for s in systems for k in study.seeds]
+
+
+def write_lm_study(out, doc, smoke):
+    study = load_lm_study(out)
+    title = "WikiText-2 language modelling: stock vs matched baseline vs compositional"
+    lines = header(title, smoke, study.out, ("lm-study", ""))
+    lines += lm_study_setup(study)
+    lines += lm_study_results(study)
+    lines += lm_study_curves(study, doc)
+    lines.append(lm_study_cost(study))
+    return lines + commands_section(lm_study_runs(study), kind=("lm-study", ""))
