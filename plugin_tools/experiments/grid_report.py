@@ -38,6 +38,7 @@ from pathlib import Path
 
 from . import grid_plan
 from .paper_variants import VARIANTS
+from .report_templates import render
 from .runs import ExperimentError, Parser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -544,81 +545,25 @@ def plan_total():
 
 
 def generated(rows, stats, cat_rows):
-    parts = [
-        BEGIN,
-        "",
-        "### Table: sequence accuracy on the generalisation splits (ours vs paper)",
-        "",
-        main_table(stats),
-        "Cells: our mean ± sample std over seeds (runs in parentheses; a single run has no "
-        "std), bold = best of our rows "
-        "in the column; *paper* = Ontañón et al.'s value for the same row (mean of at least 3 runs "
-        "at the paper's training length). `–` = not run yet. *no data*: PCFG and CFQ are not in the project's corpus folder. "
-        "*COGS tag.*: COGS as sequence tagging (section 4.5.1), the encoder-only tagging model "
-        "with the row's encoder (see the per-category table below for the architectures), the "
-        "official metric (all five tag rows exact) on the whole gen split (21,000); *paper* = "
-        "Table 5, which has one tagging model of our rows: abs (the notebook's base, absolute "
-        f"parent head); its other, {PAPER_TAGGING_TUNED:.3f}, is rel-eb small-2s with the attention "
-        "parent head, which no row runs (small-2s is tagged with the absolute head). "
-        "† rel2-eb and rel2-eb-c have rel-eb's encoder (they differ from it only in the decoder: "
-        "relative cross-attention, copy decoder), and the tagging model has no decoder, so their "
-        "tagging model is rel-eb's: the cell shows rel-eb's runs, not trained again. "
-        "Avg. ours = mean over "
-        "the 9 seq2seq columns we run, or over the columns a row is planned on (the position-scheme "
-        "rows: 6 columns, so their Avg. is not comparable with the 9-column rows') (partial while "
-        "cells are missing; COGS tag. is not averaged: "
-        "it is COGS again, and the paper's averages leave it out); Avg. paper = the paper's mean "
-        "over the same cells as ours (all 9 columns when the grid is complete; not its printed "
-        "12-column Avg.).",
-        "",
-        progress(rows, plan_total()),
-        "### Compositional attention against rel2-eb-c",
-        "",
-        "Means over seeds (runs in parentheses). Δ = compositional row − rel2-eb-c; * = the "
-        "difference is larger than the two cells' standard deviations added and than 0.01 (both "
-        "with 2 or more runs), a rough bar with 2-3 seeds, not a test. CPU = mean CPU seconds per run of the "
-        "compositional row over rel2-eb-c's (same updates). COGS tag.: rel2-eb-c's tagging model "
-        "is rel-eb's (†).",
-        "",
-        comparison_table(rows, stats),
-        "### Position schemes and NDR: each new row against its baseline, paired by seed",
-        "",
-        "What differs in each pair: "
-        + "; ".join(f"`{r}` − `{b}`: {what}" for r, (b, what) in SCHEME_BASELINES.items())
-        + ". Paired over the seeds both rows have, on the accuracy each run reports (best "
-        "checkpoint by valid accuracy); reading = the sign of Δ where the 95% t-interval "
-        "excludes 0, else *cannot tell* (with 2 seeds the interval is wide: t = 12.7); CPU "
-        "ratio = mean CPU seconds per run, row over baseline, over the seeds where both runs "
-        "record their time.",
-        "",
-        paired_comparison(
-            rows,
-            {r: b for r, (b, _) in SCHEME_BASELINES.items()},
-            COLUMNS,
-            row_head="row",
+    """The short-budget block of the document (templates/compgen-short.md, filled in)."""
+    scheme_pairs = "; ".join(f"`{r}` − `{b}`: {what}" for r, (b, what) in SCHEME_BASELINES.items())
+    return render(
+        "compgen-short",
+        begin=BEGIN,
+        end=END,
+        main_table=main_table(stats),
+        paper_tagging_tuned=f"{PAPER_TAGGING_TUNED:.3f}",
+        progress=progress(rows, plan_total()),
+        comparison_table=comparison_table(rows, stats),
+        scheme_pairs=scheme_pairs,
+        scheme_comparison=paired_comparison(
+            rows, {r: b for r, (b, _) in SCHEME_BASELINES.items()}, COLUMNS, row_head="row"
         ),
-        "### COGS (seq2seq) per generalisation category",
-        "",
-        "Mean over seeds (runs in parentheses); gen split subsampled as stated under Budget "
-        "(about 100 lines per category).",
-        "",
-        category_table(cat_rows),
-        "### COGS (tagging) per generalisation category",
-        "",
-        "Official metric (all five tag rows exact), mean over seeds (runs in parentheses), on the "
-        "whole gen split (1,000 sentences per category). Column heads: the row and its tagging "
-        "architecture with the options added to it; rel2-eb and rel2-eb-c are rel-eb's (†).",
-        "",
-        category_table(cat_rows, TAGGING),
-        "### Mean wall / CPU time per run (s), by task and preset",
-        "",
-        wall_summary(rows) or "No runs yet.\n",
-        "### Every run",
-        "",
-        wall_table(rows),
-        END,
-    ]
-    return "\n".join(parts)
+        seq2seq_categories=category_table(cat_rows),
+        tagging_categories=category_table(cat_rows, TAGGING),
+        wall_summary=wall_summary(rows) or "No runs yet.\n",
+        wall_table=wall_table(rows),
+    )
 
 
 # The paper-budget grid (scripts/compgen-grid.sh --budget paper).
@@ -745,81 +690,75 @@ def paper_tagging_table(rows):
     return markdown_table(head, table)
 
 
+def _paired_reading(a, b, d):
+    """(95% CI text, paired t-test p text, reading) of the seed differences D = A - B."""
+    from scipy import stats as sps
+
+    mean, half = _t_interval(d)
+    if half is None:
+        if len(d) < 2:
+            return "–", "–", "cannot tell"
+        return "–", "–", "helps" if mean > 0 else "hurts" if mean < 0 else "equal"
+    ci = f"[{mean - half:+.3f}, {mean + half:+.3f}]"
+    p = f"{sps.ttest_rel(a, b).pvalue:.3f}"
+    excludes_0 = mean - half > 0 or mean + half < 0
+    return ci, p, ("helps" if mean > 0 else "hurts") if excludes_0 else "cannot tell"
+
+
+def _cpu_ratio(comp_runs, base_runs, seeds):
+    """Mean CPU seconds per run, row over baseline, over the seeds that record both runs'."""
+    timed = [s for s in seeds if all(known(c[s]["cpu_seconds"]) for c in (comp_runs, base_runs))]
+    if not timed:
+        return None
+    ca = [comp_runs[s]["cpu_seconds"] for s in timed]
+    cb = [base_runs[s]["cpu_seconds"] for s in timed]
+    return statistics.fmean(ca) / statistics.fmean(cb)
+
+
+def _paired_row(label, comp, base, comp_runs, base_runs):
+    """The row of one column of PAIRED_COMPARISON, or None when no seed has both runs."""
+    seeds = sorted(set(comp_runs) & set(base_runs), key=int)
+    if not seeds:
+        return None
+    a = [comp_runs[s]["accuracy"] for s in seeds]
+    b = [base_runs[s]["accuracy"] for s in seeds]
+    d = [x - y for x, y in zip(a, b)]
+    ci, p, verdict = _paired_reading(a, b, d)
+    ratio = _cpu_ratio(comp_runs, base_runs, seeds)
+    return [
+        label,
+        f"`{comp}` − `{base}`",
+        len(d),
+        f"{statistics.fmean(a):.3f}",
+        f"{statistics.fmean(b):.3f}",
+        f"{statistics.fmean(d):+.3f}",
+        ci,
+        p,
+        verdict,
+        "–" if ratio is None else f"{ratio:.2f}x",
+    ]
+
+
+PAIRED_HEAD = ["column", "pair", "seeds", None, "baseline", "mean Δ", "95% CI (t)", "paired t p"]
+PAIRED_HEAD += ["reading", "CPU ratio"]
+
+
 def paired_comparison(rows, pairs=None, labels=None, row_head="compositional"):
     """Each compared row against its baseline (PAIRS: row -> baseline; the paper budget's by
     default) on every column of LABELS both have runs of, paired by seed (only seeds both have):
     mean difference of the reported accuracies, 95% t-interval, paired t-test p, and the CPU-time
     ratio."""
-    from scipy import stats as sps
-
     cells = _by_cell(rows)
     pairs = PAPER_BASELINES if pairs is None else pairs
     labels = dict(PAPER_BUDGET_LABELS if labels is None else labels)
     table = []
     for comp, base in pairs.items():
-        tasks = [t for t in labels if (comp, t) in cells and (base, t) in cells]
-        for task in tasks:
-            seeds = sorted(set(cells[comp, task]) & set(cells[base, task]), key=int)
-            if not seeds:
-                continue
-            a = [cells[comp, task][s]["accuracy"] for s in seeds]
-            b = [cells[base, task][s]["accuracy"] for s in seeds]
-            d = [x - y for x, y in zip(a, b)]
-            mean, half = _t_interval(d)
-            if half is not None:
-                ci = f"[{mean - half:+.3f}, {mean + half:+.3f}]"
-                p = f"{sps.ttest_rel(a, b).pvalue:.3f}"
-                verdict = (
-                    ("helps" if mean > 0 else "hurts")
-                    if mean - half > 0 or mean + half < 0
-                    else "cannot tell"
-                )
-            else:
-                ci, p, verdict = (
-                    "–",
-                    "–",
-                    "cannot tell"
-                    if len(d) < 2
-                    else ("helps" if mean > 0 else "hurts" if mean < 0 else "equal"),
-                )
-            # over the seeds that record both runs' CPU time
-            timed = [
-                s
-                for s in seeds
-                if all(known(c[s]["cpu_seconds"]) for c in (cells[comp, task], cells[base, task]))
-            ]
-            ca = [cells[comp, task][s]["cpu_seconds"] for s in timed]
-            cb = [cells[base, task][s]["cpu_seconds"] for s in timed]
-            ratio = statistics.fmean(ca) / statistics.fmean(cb) if timed else None
-            table.append(
-                [
-                    labels[task],
-                    f"`{comp}` − `{base}`",
-                    len(d),
-                    f"{statistics.fmean(a):.3f}",
-                    f"{statistics.fmean(b):.3f}",
-                    f"{mean:+.3f}",
-                    ci,
-                    p,
-                    verdict,
-                    "–" if ratio is None else f"{ratio:.2f}x",
-                ]
-            )
+        for task in (t for t in labels if (comp, t) in cells and (base, t) in cells):
+            row = _paired_row(labels[task], comp, base, cells[comp, task], cells[base, task])
+            table += [row] if row else []
     if not table:
         return "No column has runs of both a compared row and its baseline yet.\n"
-    head = [
-        "column",
-        "pair",
-        "seeds",
-        row_head,
-        "baseline",
-        "mean Δ",
-        "95% CI (t)",
-        "paired t p",
-        "reading",
-        "CPU ratio",
-    ]
-    return markdown_table(head, table)
+    return markdown_table([row_head if h is None else h for h in PAIRED_HEAD], table)
 
 
 def variants_table(rows, variant_rows):
@@ -904,6 +843,45 @@ def paper_wall_table(rows):
     return markdown_table(head, cells)
 
 
+def _paper_chart_series(cells, cols):
+    """(preset, legend name) of every row or variant with a run in one of COLS."""
+    series = [(p, n) for p, n in PAPER_BUDGET_ROWS] + [
+        (p, n.split(" (")[0]) for p, n, _ in PAPER_TAGGING_ROWS
+    ]
+    series += [(v, f"variant {v}") for v in VARIANTS]
+    return [(p, n) for p, n in series if any((p, t) in cells for t, _ in cols)]
+
+
+BEST_MARK = dict(marker="o", facecolors="none", edgecolors="dimgray", s=18)
+PAPER_MARK = dict(marker="_", s=140, color="black")
+
+
+def _paper_chart_bars(ax, i, preset, name, cells, cols, width):
+    """One series: bars (final checkpoint, mean ± std), circles (best-by-valid means), the
+    paper's values (black marks)."""
+    tagging_paper = {row: value for row, _, value in PAPER_TAGGING_ROWS}  # Table 5
+    xs, ys, es, bs, pv = [], [], [], [], []
+    for j, (t, _) in enumerate(cols):
+        runs = list(cells.get((preset, t), {}).values())
+        if not runs:
+            continue
+        x = j - 0.4 + width * (i + 0.5)
+        st = _mean_std([r["accuracy"] for r in runs])
+        xs.append(x), ys.append(st[0]), es.append(st[1])
+        best = _mean_std([r["accuracy_best"] for r in runs])
+        bs.append((x, best[0] if best else None))
+        pv.append((x, tagging_paper.get(preset) if t == TAGGING else paper_value(preset, t)))
+    ax.bar(xs, ys, width, yerr=es, capsize=2, label=name)
+    ax.scatter(
+        [x for x, b in bs if b is not None],
+        [b for _, b in bs if b is not None],
+        **BEST_MARK,
+        zorder=3,
+    )
+    paper_x = [x for x, v in pv if v is not None]
+    ax.scatter(paper_x, [v for _, v in pv if v is not None], **PAPER_MARK, zorder=4)
+
+
 def paper_chart(rows, path):
     import matplotlib
 
@@ -912,56 +890,15 @@ def paper_chart(rows, path):
 
     cells = _by_cell(rows)
     cols = [(t, label) for t, label in PAPER_BUDGET_LABELS]
-    series = [(p, n) for p, n in PAPER_BUDGET_ROWS] + [
-        (p, n.split(" (")[0]) for p, n, _ in PAPER_TAGGING_ROWS
-    ]
-    series += [(v, f"variant {v}") for v in VARIANTS]
-    series = [(p, n) for p, n in series if any((p, t) in cells for t, _ in cols)]
+    series = _paper_chart_series(cells, cols)
     if not series:
         return
-    tagging_paper = {row: value for row, _, value in PAPER_TAGGING_ROWS}  # Table 5
     fig, ax = plt.subplots(figsize=(12, 5))
     width = 0.8 / len(series)
     for i, (p, name) in enumerate(series):
-        xs, ys, es, bs, pv = [], [], [], [], []
-        for j, (t, _) in enumerate(cols):
-            runs = list(cells.get((p, t), {}).values())
-            if not runs:
-                continue
-            x = j - 0.4 + width * (i + 0.5)
-            st = _mean_std([r["accuracy"] for r in runs])
-            xs.append(x), ys.append(st[0]), es.append(st[1])
-            best = _mean_std([r["accuracy_best"] for r in runs])
-            bs.append((x, best[0] if best else None))
-            pv.append((x, tagging_paper.get(p) if t == TAGGING else paper_value(p, t)))
-        ax.bar(xs, ys, width, yerr=es, capsize=2, label=name)
-        ax.scatter(
-            [x for x, b in bs if b is not None],
-            [b for _, b in bs if b is not None],
-            marker="o",
-            facecolors="none",
-            edgecolors="dimgray",
-            s=18,
-            zorder=3,
-        )
-        ax.scatter(
-            [x for x, v in pv if v is not None],
-            [v for _, v in pv if v is not None],
-            marker="_",
-            s=140,
-            color="black",
-            zorder=4,
-        )
-    ax.scatter([], [], marker="_", s=140, color="black", label="paper")
-    ax.scatter(
-        [],
-        [],
-        marker="o",
-        facecolors="none",
-        edgecolors="dimgray",
-        s=18,
-        label="best-by-valid checkpoint (mean)",
-    )
+        _paper_chart_bars(ax, i, p, name, cells, cols, width)
+    ax.scatter([], [], **PAPER_MARK, label="paper")
+    ax.scatter([], [], **BEST_MARK, label="best-by-valid checkpoint (mean)")
     finish_chart(
         fig,
         ax,
@@ -980,64 +917,28 @@ def paper_plan_total():
 
 
 def paper_generated(rows, cat_rows, variant_rows=()):
+    """The paper-budget block of the document (templates/compgen-paper.md, filled in)."""
     cpu = recorded(rows, "cpu_seconds")
     wall = sum(recorded(rows, "wall_seconds"))
-    parts = [
-        PAPER_BEGIN,
-        "",
-        "### Paper budget: sequence accuracy on the generalisation splits (ours vs paper)",
-        "",
-        paper_budget_table(rows),
-        "Cells: the FINAL checkpoint's accuracy, mean ± sample std over seeds (runs), the "
-        "paper's protocol; *best-valid* = the mean of the best-by-valid checkpoints of the same "
-        "runs; *paper* = Ontañón et al.'s value for the row (– for our compositional rows). "
-        "`–` = not run yet.",
-        "",
+    runs_recorded = (
         f"Runs recorded: {len(rows)} of {paper_plan_total()} planned; wall {wall / 3600:.2f} h, "
         f"CPU {sum(cpu) / 3600:.2f} h (one thread per run"
         + ("" if len(cpu) == len(rows) else f"; times over the {len(cpu)} runs that record them")
-        + ").",
-        "",
-        "### Paper budget: COGS as sequence tagging (official metric, whole gen split)",
-        "",
-        paper_tagging_table(rows),
-        "### Paper budget: compositional attention against its baseline, paired by seed",
-        "",
-        "The baseline differs in one factor, compositional attention, except for "
-        "`compgen_comp_rel2_eb_cs`, which also shares its layers (its one-factor baseline, "
-        "small-2s, is not in the paper-budget plan; the plan pairs both compositional rows with "
-        "rel2-eb-c). "
-        "Δ = compositional − baseline on the final checkpoints of the same seeds; 95% CI from the "
-        "t distribution over the seed differences; p = paired t-test. *helps* / *hurts* only "
-        "where the interval excludes 0; otherwise *cannot tell* at this many seeds. CPU ratio = "
-        "mean CPU seconds per run, compositional over baseline, over the seeds where both runs "
-        "record their time (blank in the every-run table: a piece killed before it could record "
-        "its time).",
-        "",
-        paired_comparison(rows),
-        "### Paper budget: why our rows are below the paper, one factor at a time",
-        "",
-        "Variants of paper-budget rows at the same budget and protocol "
-        "(`scripts/paper-variants.sh`, `docs/compgen-paper-variants.csv`), each against its row "
-        "above on the same seeds (paper: the tuned tagging model 0.784, rel2-eb-c on COGS 0.511).",
-        "",
-        variants_table(rows, variant_rows),
-        "### Paper budget: COGS (seq2seq) per generalisation category (final checkpoints)",
-        "",
-        "Sequence accuracy per category on the seeded 2,100-line gen subsample: about 100 "
-        "lines per category, so one run's value in a category has a standard error of up to "
-        "0.05. Mean over the seeds (their number in parentheses).",
-        "",
-        paper_category_table(cat_rows, "cogs"),
-        "### Paper budget: COGS tagging per generalisation category (final checkpoints)",
-        "",
-        paper_category_table(cat_rows, TAGGING),
-        "### Paper budget: every run",
-        "",
-        paper_wall_table(rows),
-        PAPER_END,
-    ]
-    return "\n".join(parts)
+        + ")."
+    )
+    return render(
+        "compgen-paper",
+        begin=PAPER_BEGIN,
+        end=PAPER_END,
+        budget_table=paper_budget_table(rows),
+        runs_recorded=runs_recorded,
+        tagging_table=paper_tagging_table(rows),
+        paired_comparison=paired_comparison(rows),
+        variants_table=variants_table(rows, variant_rows),
+        seq2seq_categories=paper_category_table(cat_rows, "cogs"),
+        tagging_categories=paper_category_table(cat_rows, TAGGING),
+        wall_table=paper_wall_table(rows),
+    )
 
 
 def write_block(doc_path, begin, end, block):
