@@ -22,6 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from fairseq_plugins.analysis import retrieval_specialisation as figure
+from plugin_tools.experiments.report_templates import render
 from plugin_tools.retrieval_study import SETTINGS, read_rows
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: default --out and --doc
@@ -225,6 +226,78 @@ def specialisation_section(spec):
     return ["### Retrieval specialisation (Figure 11)", "", intro, "", *table, "", *lines, ""]
 
 
+def comparison_entries(by):
+    """The comparisons of the runs BY (mode, setting, model, dim) -> seed -> run: (setting,
+    mode, (compositional model, d), (multi-head model, d), field, label)."""
+    entries = []
+    for setting in SETTINGS:
+        for mode in ("iid", "ood"):
+            entries += same_width_entries(by, setting, mode)
+            if mode == "iid" and setting == "2x4":  # fewer parameters: d 32 against d 64
+                entries += smaller_width_entries(by, setting, mode)
+    return entries
+
+
+def same_width_entries(by, setting, mode):
+    """Each compositional model against each multi-head model of its setting, mode and width."""
+    measures = [("iid_l1", "i.i.d. L1")]
+    if mode == "ood":
+        measures = [("iid_l1", "training-tuples L1"), ("ood_l1", "held-out L1")]
+    entries = []
+    for dim in sorted({k[3] for k in by if k[:2] == (mode, setting)}):
+        models = sorted(
+            (k[2] for k in by if k[:2] == (mode, setting) and k[3] == dim), key=model_order
+        )
+        comp = [m for m in models if m.startswith("comp-")]
+        entries += [
+            (setting, mode, (c, dim), (m, dim), field, label)
+            for c in comp
+            for m in models
+            if m not in comp
+            for field, label in measures
+        ]
+    return entries
+
+
+def smaller_width_entries(by, setting, mode):
+    """The compositional models of the smallest width against the multi-head ones of the
+    largest."""
+    dims = sorted({k[3] for k in by if k[:2] == (mode, setting)})
+    if len(dims) < 2:
+        return []
+    small, big = dims[0], dims[-1]
+    comp = [k[2] for k in by if k[:2] == (mode, setting) and k[3] == small]
+    mha = [k[2] for k in by if k[:2] == (mode, setting) and k[3] == big]
+    return [
+        (setting, mode, (c, small), (m, big), "iid_l1", "i.i.d. L1")
+        for c in sorted(c for c in comp if c.startswith("comp-"))
+        for m in sorted((m for m in mha if m.startswith("mha-")), key=model_order)
+    ]
+
+
+def comparison_line(entry, test, n, b, a, p_holm, n_entries):
+    """The table row and the verdict of one comparison."""
+    setting, mode, (c, dc), (m, dm), _, label = entry
+    mean, sd, t, df, p = test
+    lower = sum(x < y for x, y in zip(b, a))
+    data = "OoD" if mode == "ood" else "i.i.d."
+    row = (
+        f"| {setting} {data} | {c} d{dc} vs {m} d{dm} | {label} | {mean:+.4f} | {sd:.4f} | "
+        f"{lower} of {n} | {t:.2f} | {df} | {p:.4f} | {p_holm:.4f}"
+        + ("*" if p_holm < 0.05 else "")
+        + " |"
+    )
+    if p_holm < 0.05:
+        verdict = f"{'lower' if mean < 0 else 'higher'} than {m} d{dm}"
+    else:
+        verdict = f"not distinguishable from {m} d{dm} at {n} seeds"
+    return row, (
+        f"- {setting} {data}, {c} d{dc}, {label} {mean:+.4f} (lower in {lower} of {n} seeds): "
+        f"{verdict} (paired t-test across {n} seeds, p = {p:.4f}, Holm-adjusted over the "
+        f"{n_entries} comparisons p = {p_holm:.4f})."
+    )
+
+
 def comparisons(runs):
     """Every comparison the document reads: compositional attention against each multi-head
     model of its setting, mode and width (and, on 2x4 i.i.d., the d 32 compositional model
@@ -236,144 +309,102 @@ def comparisons(runs):
     by = defaultdict(dict)
     for r in runs:
         by[r["mode"], r["setting"], r["model"], int(r["dim"])][int(r["seed"])] = r
-    entries = []
-    for setting in SETTINGS:
-        for mode in ("iid", "ood"):
-            for dim in sorted({k[3] for k in by if k[:2] == (mode, setting)}):
-                models = sorted(
-                    (k[2] for k in by if k[:2] == (mode, setting) and k[3] == dim),
-                    key=model_order,
-                )
-                comp = [m for m in models if m.startswith("comp-")]
-                measures = [("iid_l1", "i.i.d. L1")]
-                if mode == "ood":
-                    measures = [("iid_l1", "training-tuples L1"), ("ood_l1", "held-out L1")]
-                for c in comp:
-                    for m in models:
-                        if m in comp:
-                            continue
-                        for field, label in measures:
-                            entries.append((setting, mode, (c, dim), (m, dim), field, label))
-            if mode == "iid" and setting == "2x4":  # fewer parameters: d 32 against d 64
-                dims = sorted({k[3] for k in by if k[:2] == (mode, setting)})
-                if len(dims) > 1:
-                    small, big = dims[0], dims[-1]
-                    comp = [k[2] for k in by if k[:2] == (mode, setting) and k[3] == small]
-                    mha = [k[2] for k in by if k[:2] == (mode, setting) and k[3] == big]
-                    for c in sorted(c for c in comp if c.startswith("comp-")):
-                        for m in sorted((m for m in mha if m.startswith("mha-")), key=model_order):
-                            entries.append(
-                                (setting, mode, (c, small), (m, big), "iid_l1", "i.i.d. L1")
-                            )
 
     def seeds_of(entry):
         setting, mode, (c, dc), (m, dm) = entry[:4]
         return sorted(set(by[mode, setting, m, dm]) & set(by[mode, setting, c, dc]))
 
-    entries = [e for e in entries if len(seeds_of(e)) >= 2]  # a paired test needs 2 seeds
+    entries = [e for e in comparison_entries(by) if len(seeds_of(e)) >= 2]  # paired: 2 seeds
     if not entries:
         return ["No comparison has 2 or more seeds of both models yet."], []
     tests = []
-    for setting, mode, (c, dc), (m, dm), field, _ in entries:
-        a_runs, b_runs = by[mode, setting, m, dm], by[mode, setting, c, dc]
-        seeds = seeds_of((setting, mode, (c, dc), (m, dm)))
-        a = [float(a_runs[k][field]) for k in seeds]
-        b = [float(b_runs[k][field]) for k in seeds]
+    for entry in entries:
+        setting, mode, (c, dc), (m, dm), field, _ = entry
+        seeds = seeds_of(entry)
+        a = [float(by[mode, setting, m, dm][k][field]) for k in seeds]
+        b = [float(by[mode, setting, c, dc][k][field]) for k in seeds]
         tests.append((study_stats.paired_t_test(a, b), len(seeds), b, a))
     adjusted = study_stats.holm([t[0][4] for t in tests])
-    rows, verdicts = [], []
-    for (setting, mode, (c, dc), (m, dm), _, label), (test, n, b, a), p_holm in zip(
-        entries, tests, adjusted
-    ):
-        mean, sd, t, df, p = test
-        lower = sum(x < y for x, y in zip(b, a))
-        data = "OoD" if mode == "ood" else "i.i.d."
-        rows.append(
-            f"| {setting} {data} | {c} d{dc} vs {m} d{dm} | {label} | {mean:+.4f} | {sd:.4f} | "
-            f"{lower} of {n} | {t:.2f} | {df} | {p:.4f} | {p_holm:.4f}"
-            + ("*" if p_holm < 0.05 else "")
-            + " |"
-        )
-        if p_holm < 0.05:
-            verdict = f"{'lower' if mean < 0 else 'higher'} than {m} d{dm}"
-        else:
-            verdict = f"not distinguishable from {m} d{dm} at {n} seeds"
-        verdicts.append(
-            f"- {setting} {data}, {c} d{dc}, {label} {mean:+.4f} (lower in {lower} of {n} seeds): "
-            f"{verdict} (paired t-test across {n} seeds, p = {p:.4f}, Holm-adjusted over the "
-            f"{len(entries)} comparisons p = {p_holm:.4f})."
-        )
+    lines = [
+        comparison_line(e, *test, p_holm, len(entries))
+        for e, test, p_holm in zip(entries, tests, adjusted)
+    ]
     table = [
         "| setting | comparison | measure | mean difference | SD of differences | lower in | t | "
         "df | p | p (Holm) |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
-        *rows,
+        *(row for row, _ in lines),
     ]
-    return table, verdicts
+    return table, [verdict for _, verdict in lines]
+
+
+def report_sources(out, doc):
+    """runs.csv, curves.csv and protocol.json: the study folder's (copied beside the document)
+    when OUT has runs.csv, else the committed copies."""
+    if not (out / "runs.csv").exists():
+        sources = {name: committed(doc, name) for name in ("runs.csv", "curves.csv")}
+        sources["protocol.json"] = committed(doc, "protocol.json")
+        return sources
+    sources = {"runs.csv": out / "runs.csv", "curves.csv": out / "curves.csv"}
+    sources["protocol.json"] = out / "protocol.json"
+    for name, src in sources.items():
+        dest = side_file(doc, name)
+        if src.exists() and src.resolve() != dest.resolve():
+            shutil.copyfile(src, dest)
+    return sources
+
+
+def specialisation_record(runs, out, doc):
+    """The specialisation measured on OUT's checkpoints (written beside the document), else the
+    record written before."""
+    spec = measure_specialisation(runs, out, doc)
+    if spec is not None:
+        side_file(doc, "specialisation.json").write_text(json.dumps(spec, indent=1) + "\n")
+        return spec
+    f = committed(doc, "specialisation.json")
+    if not f.exists():
+        sys.exit(f"study-retrieval-report.py: error: no checkpoints in {out} and no {f}")
+    return json.loads(f.read_text())
+
+
+def side_link(suffix):
+    name = side_file(COMMITTED_DOC, suffix).name
+    return f"[{name}]({name})"
+
+
+def study_block(runs, curves, protocol, spec, png):
+    """The generated part of the document, between its marks."""
+    runs_text = render(
+        "retrieval-runs",
+        n_runs=len(runs),
+        updates=f"{protocol['updates']:,}",
+        lr=protocol["lr"],
+        interval=protocol["interval"],
+        valid_batches=protocol["valid_batches"],
+        cpu_min=f"{sum(float(r['cpu_s']) for r in runs) / 60:.1f}",
+        wall_min=f"{sum(float(r['wall_s']) for r in runs) / 60:.1f}",
+        runs_link=side_link("runs.csv"),
+        curves_link=side_link("curves.csv"),
+    )
+    body = [BEGIN, "", runs_text, "", *tables(runs)]
+    if plot_curves(runs, curves, png):
+        body += ["![learning curves](results-contextual-retrieval-curves.png)", ""]
+    table, verdicts = comparisons(runs)
+    across = render("retrieval-across-seeds", table="\n".join(table), verdicts="\n".join(verdicts))
+    return body + [across, ""] + specialisation_section(spec) + [END]
 
 
 def write_report(out, doc):
     out, doc = Path(out), Path(doc)
-    if (out / "runs.csv").exists():  # the study folder: its files are copied beside the doc
-        sources = {"runs.csv": out / "runs.csv", "curves.csv": out / "curves.csv"}
-        sources["protocol.json"] = out / "protocol.json"
-        for name, src in sources.items():
-            dest = side_file(doc, name)
-            if src.exists() and src.resolve() != dest.resolve():
-                shutil.copyfile(src, dest)
-    else:  # the committed copies
-        sources = {name: committed(doc, name) for name in ("runs.csv", "curves.csv")}
-        sources["protocol.json"] = committed(doc, "protocol.json")
+    sources = report_sources(out, doc)
     runs = read_rows(sources["runs.csv"])
     curves = read_rows(sources["curves.csv"])
     if not runs:
         sys.exit(f"study-retrieval-report.py: error: {sources['runs.csv']}: no runs yet")
     protocol = json.loads(sources["protocol.json"].read_text())
-    spec = measure_specialisation(runs, out, doc)
-    spec_file = side_file(doc, "specialisation.json")
-    if spec is not None:
-        spec_file.write_text(json.dumps(spec, indent=1) + "\n")
-    else:
-        f = committed(doc, "specialisation.json")
-        if not f.exists():
-            sys.exit(f"study-retrieval-report.py: error: no checkpoints in {out} and no {f}")
-        spec = json.loads(f.read_text())
+    spec = specialisation_record(runs, out, doc)
     png = side_file(doc, "curves.png")
-    cpu = sum(float(r["cpu_s"]) for r in runs)
-    wall = sum(float(r["wall_s"]) for r in runs)
-    body = [
-        BEGIN,
-        "",
-        f"{len(runs)} runs, {protocol['updates']:,} updates each at lr {protocol['lr']} "
-        f"(batch 256), validation every {protocol['interval']} updates on "
-        f"{protocol['valid_batches']} x 256 examples fixed per seed; the L1 is the last "
-        f"validation's. CPU time of all runs: {cpu / 60:.1f} min (sum of per-run wall time "
-        f"{wall / 60:.1f} min, two runs at a time on a shared 2-core machine). Every run's row: "
-        f"[{side_file(COMMITTED_DOC, 'runs.csv').name}]({side_file(COMMITTED_DOC, 'runs.csv').name}), "
-        f"its validation curve: [{side_file(COMMITTED_DOC, 'curves.csv').name}]"
-        f"({side_file(COMMITTED_DOC, 'curves.csv').name}).",
-        "",
-        *tables(runs),
-    ]
-    if plot_curves(runs, curves, png):
-        body += ["![learning curves](results-contextual-retrieval-curves.png)", ""]
-    table, verdicts = comparisons(runs)
-    body += [
-        "### Across seeds",
-        "",
-        "Compositional attention against each multi-head model, paired by seed (the same seed "
-        "gives every model the same data), on the last validation L1 (lower is better); "
-        "mean difference = compositional − multi-head; lower in = the seeds where "
-        "compositional attention's L1 is the lower; paired t-tests, two-sided, Holm's "
-        "correction over all comparisons of this table (* adjusted p < 0.05). The verdicts:",
-        "",
-        *table,
-        "",
-        *verdicts,
-        "",
-    ]
-    body += specialisation_section(spec)
-    body.append(END)
+    body = study_block(runs, curves, protocol, spec, png)
     text = doc.read_text() if doc.exists() else f"{BEGIN}\n{END}\n"
     if BEGIN not in text or END not in text:
         sys.exit(f"study-retrieval-report.py: error: {doc}: no {BEGIN} ... {END} marks")
