@@ -12,11 +12,8 @@ ATTENTION_TYPES = ("multihead", "compositional")
 # causal decoding (the Neural Data Router's geometric attention).
 ENCODER_ATTENTION_TYPES = ATTENTION_TYPES + ("geometric",)
 
-# --retrieval-scoring. Dot scorers take q_i / sqrt(d_s); the others the unscaled q_i.
+# --retrieval-scoring (what each scorer is: RETRIEVAL_SCORERS in modules/compositional_attention.py)
 RETRIEVAL_SCORINGS = ("dot", "mlp", "learned-key", "learned-key-mlp")
-DOT_SCORINGS = ("dot", "learned-key")
-LEARNED_KEY_SCORINGS = ("learned-key", "learned-key-mlp")
-MLP_SCORINGS = ("mlp", "learned-key-mlp")
 
 # --rel-pos (and --encoder-rel-pos, --decoder-rel-pos): the seed papers' relative positions, then
 # the position schemes of the length-generalisation literature (docs/method.md §5).

@@ -50,12 +50,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from fairseq_plugins.option_choices import (
-    DOT_SCORINGS,
-    LEARNED_KEY_SCORINGS,
-    MLP_SCORINGS,
-    RETRIEVAL_SCORINGS,
-)
+from fairseq_plugins.option_choices import RETRIEVAL_SCORINGS, ChoiceRegistry
 
 from .biased_attention import BiasedAttention, split_width
 from .numerics import at_least_float32, softmax_fp32
@@ -72,6 +67,11 @@ RETRIEVAL_ARGUMENTS = (
     "gumbel_in_eval",
     "gumbel_search",
 )
+
+# --retrieval-scoring: name -> its RetrievalScorer (after the module class). A scorer builds and
+# initialises its parameters on the attention module (their names are the checkpoints') and
+# computes the value-score logits l_ij.
+RETRIEVAL_SCORERS = ChoiceRegistry("--retrieval-scoring", RETRIEVAL_SCORINGS)
 
 
 class CompositionalAttention(BiasedAttention):
@@ -105,11 +105,7 @@ class CompositionalAttention(BiasedAttention):
         value_dim = split_width(attn_dim, num_retrievals, "retrievals", "retrieval value width")
         if retrieval_qk_dim < 1:
             raise ValueError(f"--retrieval-qk-dim must be >= 1 (got {retrieval_qk_dim})")
-        if scoring not in RETRIEVAL_SCORINGS:
-            raise ValueError(
-                f"--retrieval-scoring must be one of {', '.join(RETRIEVAL_SCORINGS)} "
-                f"(got {scoring!r})"
-            )
+        scorer = RETRIEVAL_SCORERS[scoring]()
         # None: one hidden layer of width d_s (the official nonlinear scorer); 0: linear (the
         # meaning of 0 in checkpoints saved before the default changed, so they load as they were).
         mlp_hidden = retrieval_qk_dim if mlp_hidden is None else mlp_hidden
@@ -131,7 +127,7 @@ class CompositionalAttention(BiasedAttention):
         self.attn_dim = attn_dim
         self.value_dim = value_dim
         self.retrieval_qk_dim = retrieval_qk_dim
-        self.scoring = scoring
+        self.scoring, self.scorer = scoring, scorer
         self.query_from_search = query_from_search
         self.gumbel = gumbel
         self.gumbel_temperature = float(gumbel_temperature)
@@ -139,11 +135,11 @@ class CompositionalAttention(BiasedAttention):
         self.gumbel_search = gumbel_search
         # 1/sqrt(d_s) on the retrieval query: the dot scorers (the official), and the mlp scorer
         # of older models, saved without the flag (kept in the state: see _load_from_state_dict).
-        if scoring == "mlp":
+        if scorer.stores_query_scaling:
             # An integer (1: scaled), so that fairseq's checkpoint averaging keeps it.
             scaled = torch.tensor(int(legacy_mlp_query_scaling))
             self.register_buffer("mlp_query_scaled", scaled)
-        self._set_query_scaling(scoring in DOT_SCORINGS or legacy_mlp_query_scaling)
+        self._set_query_scaling(scorer.query_scaled or legacy_mlp_query_scaling)
         self.build_input_projections(search_dim, attn_dim, bias=bias)
         if query_from_search:
             # One map shared by the searches, on the scaled search query Q_i / sqrt(d_h). Plain
@@ -155,19 +151,7 @@ class CompositionalAttention(BiasedAttention):
             )
         self._search_queries = None  # Q of the current forward, for query_from_search
         # Used through their weights (folded / split, see value scores), so no quantization noise.
-        if scoring == "dot":
-            self.retrieval_key_proj = nn.Linear(self.value_dim, retrieval_qk_dim, bias=bias)
-        if scoring in LEARNED_KEY_SCORINGS:
-            self.retrieval_keys = nn.Parameter(torch.empty(num_retrievals, retrieval_qk_dim))
-        if scoring in MLP_SCORINGS:
-            # On [O_ij ; q_i] (mlp) or [q_i ; key_j] (learned-key-mlp), as the official modules.
-            inputs = retrieval_qk_dim + (self.value_dim if scoring == "mlp" else retrieval_qk_dim)
-            if mlp_hidden > 0:
-                self.retrieval_scorer = nn.Sequential(
-                    nn.Linear(inputs, mlp_hidden), nn.ReLU(), nn.Linear(mlp_hidden, 1)
-                )
-            else:
-                self.retrieval_scorer = nn.Linear(inputs, 1)
+        scorer.build(self, mlp_hidden, bias)
         self.out_proj = self.projection(num_searches * self.value_dim, embed_dim, bias=bias)
 
         # Analysis hooks. keep_value_scores: keep the last value scores c_ij, (B, S, T, R), in
@@ -185,19 +169,8 @@ class CompositionalAttention(BiasedAttention):
         1 with the MLP / linear ones on the retrieval query projection, 1/sqrt(2) on the retrieval
         key projection, 1 on the score networks; biases keep PyTorch's default."""
         super().reset_parameters()
-        gain = 1 / math.sqrt(2) if self.scoring in DOT_SCORINGS else 1.0
-        nn.init.xavier_uniform_(self.retrieval_query_proj.weight, gain=gain)
-        if self.scoring == "dot":
-            nn.init.xavier_uniform_(self.retrieval_key_proj.weight, gain=1 / math.sqrt(2))
-        if self.scoring in LEARNED_KEY_SCORINGS:
-            # The official keys are a (1, 1, 1, R, d_s) tensor, whose Xavier fans are both R d_s:
-            # uniform with std gain / sqrt(R d_s), not the (R, d_s) matrix's sqrt(2 / (R + d_s)).
-            bound = gain * math.sqrt(3 / self.retrieval_keys.numel())
-            nn.init.uniform_(self.retrieval_keys, -bound, bound)
-        if self.scoring in MLP_SCORINGS:
-            for m in self.retrieval_scorer.modules():
-                if isinstance(m, nn.Linear):
-                    nn.init.xavier_uniform_(m.weight, gain=1.0)
+        nn.init.xavier_uniform_(self.retrieval_query_proj.weight, gain=self.scorer.query_gain)
+        self.scorer.reset_parameters(self)
 
     def _set_query_scaling(self, scaled):
         self.retrieval_query_scaling = self.retrieval_qk_dim**-0.5 if scaled else 1.0
@@ -206,7 +179,7 @@ class CompositionalAttention(BiasedAttention):
         """An mlp module's state without ``mlp_query_scaled`` is an older checkpoint's, trained
         with the mlp scorer's query divided by sqrt(d_s): it loads with that scaling. (A Python attribute
         then, read once here, not a tensor read at every forward.)"""
-        if self.scoring == "mlp":
+        if self.scorer.stores_query_scaling:
             key = prefix + "mlp_query_scaled"
             if key not in state_dict:
                 state_dict[key] = torch.tensor(1)
@@ -332,7 +305,7 @@ class CompositionalAttention(BiasedAttention):
           mix."""
         if self.value_scores_override is not None:
             return "override"
-        if self.scoring != "dot" or self.gumbel_active:
+        if not self.scorer.folds_key or self.gumbel_active:
             return "scores"
         if weights is not None and values.size(1) == 1:
             tgt_len, src_len = weights.shape[-2:]
@@ -355,22 +328,11 @@ class CompositionalAttention(BiasedAttention):
         gumbel_active (--retrieval-gumbel): (B, S, Tq, R) from O_ij (B, S, Tq, R, d_v). The logits
         l_ij of the scoring; the dot product without Gumbel noise takes the fused mix_dot
         instead."""
-        logits = {
-            "dot": self.dot_logits,
-            "mlp": self.mlp_logits,
-            "learned-key": self.learned_key_logits,
-            "learned-key-mlp": self.learned_key_mlp_logits,
-        }[self.scoring](pairs, query)
+        logits = self.scorer.logits(self, pairs, query)
         if not self.gumbel_active:
             return softmax_fp32(logits)
         noisy = (at_least_float32(logits) + self.sample_gumbel(logits)) / self.gumbel_temperature
         return softmax_fp32(noisy).to(pairs.dtype)
-
-    def dot_logits(self, pairs, query):
-        """l_ij = q_i . (O_ij W_rk + b) = O_ij . (q_i W_rk) + q_i . b: (B, S, Tq, R)."""
-        folded, shift = self.folded_retrieval_query(query)
-        logits = torch.matmul(pairs, folded.unsqueeze(-1)).squeeze(-1)
-        return logits if shift is None else logits + shift.unsqueeze(-1)
 
     def folded_retrieval_query(self, query):
         """The retrieval key folded into the query, ``q_i . (O_ij W_rk + b) = O_ij . (q_i W_rk) +
@@ -379,37 +341,6 @@ class CompositionalAttention(BiasedAttention):
         rq = self.retrieval_queries(query)
         w, b = self.retrieval_key_proj.weight, self.retrieval_key_proj.bias
         return torch.matmul(rq, w), (torch.matmul(rq, b) if b is not None else None)
-
-    def learned_key_logits(self, pairs, query):
-        """l_ij = q_i . key_j with R learned keys (independent of O_ij): (B, S, Tq, R)."""
-        return torch.matmul(self.retrieval_queries(query), self.retrieval_keys.t())
-
-    def learned_key_mlp_logits(self, pairs, query):
-        """l_ij = MLP([q_i ; key_j]), query first (the official ``_func`` module): (B, S, Tq, R).
-        The first layer split so that q_i and the keys are each projected once; linear (no hidden
-        layer), l_ij = w_q . q_i + w_k . key_j + b, whose softmax over j is a constant mixture."""
-        rq = self.retrieval_queries(query)
-        hidden_layer = isinstance(self.retrieval_scorer, nn.Sequential)
-        first = self.retrieval_scorer[0] if hidden_layer else self.retrieval_scorer
-        ds = self.retrieval_qk_dim
-        w_q, w_k = first.weight[:, :ds], first.weight[:, ds:]
-        hidden = F.linear(rq, w_q, first.bias).unsqueeze(-2) + F.linear(self.retrieval_keys, w_k)
-        if hidden_layer:
-            hidden = self.retrieval_scorer[2](self.retrieval_scorer[1](hidden))
-        return hidden.squeeze(-1)
-
-    def mlp_logits(self, pairs, query):
-        """l_ij = MLP([O_ij ; q_i]): (B, S, Tq, R). Linear (no hidden layer), q_i adds the same
-        term to every j, which the softmax over j removes: only the hidden ReLU uses the query."""
-        rq = self.retrieval_queries(query)
-        # The first linear layer on [O_ij ; q_i], split so that q_i is projected once, not R times.
-        hidden_layer = isinstance(self.retrieval_scorer, nn.Sequential)
-        first = self.retrieval_scorer[0] if hidden_layer else self.retrieval_scorer
-        w_o, w_q = first.weight[:, : self.value_dim], first.weight[:, self.value_dim :]
-        hidden = F.linear(pairs, w_o) + F.linear(rq, w_q, first.bias).unsqueeze(-2)
-        if hidden_layer:
-            hidden = self.retrieval_scorer[2](self.retrieval_scorer[1](hidden))
-        return hidden.squeeze(-1)
 
     def mix_dot(self, pairs, query):
         """Dot-product value scores c_ij = softmax_j(q_i . (O_ij W_rk + b)) and sum_j c_ij O_ij in
@@ -446,6 +377,144 @@ class CompositionalAttention(BiasedAttention):
             self.num_retrievals,
         )
         return self.project_mixed(mixed.view(bsz, searches, tgt_len, self.value_dim), scores)
+
+
+class RetrievalScorer:
+    """How one --retrieval-scoring computes the value-score logits l_ij (B, S, Tq, R) from the
+    pairs O_ij (B, S, Tq, R, d_v) (the module docstring's equations), with parameters on the
+    attention module. ``query_scaled``: q_i / sqrt(d_s) (the dot scorers); ``query_gain``: the
+    Xavier gain of the retrieval query projection; ``folds_key``: the dot product whose key
+    folds into the query (the fused mix paths); ``stores_query_scaling``: the module keeps in its
+    state whether q_i is scaled (older mlp checkpoints were). Every scorer has ``build(module,
+    mlp_hidden, bias)`` (its parameters, registered on the module), ``reset_parameters(module)``
+    (the official initialisation) and ``logits(module, pairs, query)``."""
+
+    query_scaled = False
+    query_gain = 1.0
+    folds_key = False
+    stores_query_scaling = False
+
+
+def build_learned_keys(module):
+    module.retrieval_keys = nn.Parameter(
+        torch.empty(module.num_retrievals, module.retrieval_qk_dim)
+    )
+
+
+def reset_learned_keys(module, gain):
+    # The official keys are a (1, 1, 1, R, d_s) tensor, whose Xavier fans are both R d_s:
+    # uniform with std gain / sqrt(R d_s), not the (R, d_s) matrix's sqrt(2 / (R + d_s)).
+    bound = gain * math.sqrt(3 / module.retrieval_keys.numel())
+    nn.init.uniform_(module.retrieval_keys, -bound, bound)
+
+
+def build_score_network(module, inputs, mlp_hidden):
+    """The score network on [O_ij ; q_i] (mlp) or [q_i ; key_j] (learned-key-mlp), as the
+    official modules: one hidden ReLU layer of width ``mlp_hidden``, or linear (0)."""
+    if mlp_hidden > 0:
+        module.retrieval_scorer = nn.Sequential(
+            nn.Linear(inputs, mlp_hidden), nn.ReLU(), nn.Linear(mlp_hidden, 1)
+        )
+    else:
+        module.retrieval_scorer = nn.Linear(inputs, 1)
+
+
+def reset_score_network(module):
+    for m in module.retrieval_scorer.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight, gain=1.0)
+
+
+def split_score_network(module):
+    """The first layer of the score network and whether a hidden layer follows."""
+    hidden_layer = isinstance(module.retrieval_scorer, nn.Sequential)
+    return (module.retrieval_scorer[0] if hidden_layer else module.retrieval_scorer), hidden_layer
+
+
+@RETRIEVAL_SCORERS.register("dot")
+class DotScorer(RetrievalScorer):
+    query_scaled = True
+    query_gain = 1 / math.sqrt(2)
+    folds_key = True
+
+    def build(self, module, mlp_hidden, bias):
+        module.retrieval_key_proj = nn.Linear(module.value_dim, module.retrieval_qk_dim, bias=bias)
+
+    def reset_parameters(self, module):
+        nn.init.xavier_uniform_(module.retrieval_key_proj.weight, gain=1 / math.sqrt(2))
+
+    def logits(self, module, pairs, query):
+        """l_ij = q_i . (O_ij W_rk + b) = O_ij . (q_i W_rk) + q_i . b: (B, S, Tq, R)."""
+        folded, shift = module.folded_retrieval_query(query)
+        logits = torch.matmul(pairs, folded.unsqueeze(-1)).squeeze(-1)
+        return logits if shift is None else logits + shift.unsqueeze(-1)
+
+
+@RETRIEVAL_SCORERS.register("mlp")
+class MlpScorer(RetrievalScorer):
+    stores_query_scaling = True
+
+    def build(self, module, mlp_hidden, bias):
+        build_score_network(module, module.retrieval_qk_dim + module.value_dim, mlp_hidden)
+
+    def reset_parameters(self, module):
+        reset_score_network(module)
+
+    def logits(self, module, pairs, query):
+        """l_ij = MLP([O_ij ; q_i]): (B, S, Tq, R). Linear (no hidden layer), q_i adds the same
+        term to every j, which the softmax over j removes: only the hidden ReLU uses the query."""
+        rq = module.retrieval_queries(query)
+        # The first linear layer on [O_ij ; q_i], split so that q_i is projected once, not R times.
+        first, hidden_layer = split_score_network(module)
+        w_o, w_q = first.weight[:, : module.value_dim], first.weight[:, module.value_dim :]
+        hidden = F.linear(pairs, w_o) + F.linear(rq, w_q, first.bias).unsqueeze(-2)
+        if hidden_layer:
+            hidden = module.retrieval_scorer[2](module.retrieval_scorer[1](hidden))
+        return hidden.squeeze(-1)
+
+
+@RETRIEVAL_SCORERS.register("learned-key")
+class LearnedKeyScorer(RetrievalScorer):
+    query_scaled = True
+    query_gain = 1 / math.sqrt(2)
+
+    def build(self, module, mlp_hidden, bias):
+        build_learned_keys(module)
+
+    def reset_parameters(self, module):
+        reset_learned_keys(module, self.query_gain)
+
+    def logits(self, module, pairs, query):
+        """l_ij = q_i . key_j with R learned keys (independent of O_ij): (B, S, Tq, R)."""
+        return torch.matmul(module.retrieval_queries(query), module.retrieval_keys.t())
+
+
+@RETRIEVAL_SCORERS.register("learned-key-mlp")
+class LearnedKeyMlpScorer(RetrievalScorer):
+    def build(self, module, mlp_hidden, bias):
+        build_learned_keys(module)
+        build_score_network(module, 2 * module.retrieval_qk_dim, mlp_hidden)
+
+    def reset_parameters(self, module):
+        reset_learned_keys(module, self.query_gain)
+        reset_score_network(module)
+
+    def logits(self, module, pairs, query):
+        """l_ij = MLP([q_i ; key_j]), query first (the official ``_func`` module): (B, S, Tq, R).
+        The first layer split so that q_i and the keys are each projected once; linear (no hidden
+        layer), l_ij = w_q . q_i + w_k . key_j + b, whose softmax over j is a constant mixture."""
+        rq = module.retrieval_queries(query)
+        first, hidden_layer = split_score_network(module)
+        ds = module.retrieval_qk_dim
+        w_q, w_k = first.weight[:, :ds], first.weight[:, ds:]
+        keys = F.linear(module.retrieval_keys, w_k)
+        hidden = F.linear(rq, w_q, first.bias).unsqueeze(-2) + keys
+        if hidden_layer:
+            hidden = module.retrieval_scorer[2](module.retrieval_scorer[1](hidden))
+        return hidden.squeeze(-1)
+
+
+RETRIEVAL_SCORERS.check_complete()
 
 
 class _WeightedRetrievalMix(torch.autograd.Function):
