@@ -45,15 +45,24 @@ def test_options_are_parsed_once_per_model(monkeypatch):
 
 
 def test_no_builder_takes_the_whole_options():
-    """Past the parser (variant_config.py), nothing names the VariantConfig: the builders read
-    the plan's slices only."""
-    users = [
-        p.relative_to(ROOT)
-        for p in sorted((ROOT / "fairseq_plugins").rglob("*.py"))
-        if p.name != "variant_config.py"
-        and any(word in p.read_text() for word in ("options_being_built", ".options."))
-    ]
-    assert users == []
+    """Past the parser (variant_config.py), no function takes the options (a parameter named
+    options) nor reads them off a module (``.options``) or a context variable: the builders get
+    the plan's slices."""
+    takers = []
+    for path in sorted((ROOT / "fairseq_plugins").rglob("*.py")):
+        if path.name == "variant_config.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            named = isinstance(node, (ast.FunctionDef, ast.Lambda)) and any(
+                a.arg == "options" for a in node.args.args + node.args.kwonlyargs
+            )
+            read = isinstance(node, ast.Attribute) and node.attr in (
+                "options",
+                "options_being_built",
+            )
+            if named or read:
+                takers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert takers == []
 
 
 def test_every_attention_type_builds_for_every_role():
