@@ -1,18 +1,16 @@
-"""Helpers shared by the benchmark scripts: models built through fairseq's parser, machine
-description, robust statistics, peak memory, and writing results as JSON plus a markdown table.
-Benchmarks are scripts, not tests."""
+"""Helpers shared by the benchmark scripts: models built through fairseq's parser, the machine
+description (plugin_tools/machine.py, shared with the GPU check), robust statistics, peak memory,
+and writing results as JSON plus a markdown table. Benchmarks are scripts, not tests."""
 
 import json
-import os
-import platform
 import shlex
 import statistics
-import subprocess
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import torch
+
+from plugin_tools.machine import machine
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -43,60 +41,6 @@ def build_model(task, spec, dictionary, extra=()):
     fake_task = SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary)
     torch.manual_seed(0)
     return fairseq_build(parsed, fake_task)
-
-
-def cpu_name():
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def git_revision():
-    try:
-        root = Path(__file__).resolve().parent.parent
-        rev = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "fairseq_plugins"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        return rev + ("+dirty" if dirty else "")
-    except OSError:
-        return "unknown"
-
-
-def machine(device):
-    info = {
-        "host": platform.node(),
-        "cpu": cpu_name(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
-        "device": str(device),
-        "git": git_revision(),
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-    }
-    try:
-        info["loadavg_start"] = os.getloadavg()
-    except OSError:
-        pass
-    try:
-        import fairseq
-
-        info["fairseq"] = fairseq.__version__
-    except ImportError:
-        pass
-    if device.type == "cuda":
-        info["gpu"] = torch.cuda.get_device_name(device)
-    return info
 
 
 def run_info(device, args, *names):

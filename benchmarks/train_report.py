@@ -13,7 +13,10 @@ import sys
 from pathlib import Path
 
 import torch
-from common import machine, summary, write_results
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's plugin_tools
+
+from common import machine, summary, write_results  # noqa: E402
 
 
 def run_wps(log):

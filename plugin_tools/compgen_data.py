@@ -102,6 +102,7 @@ from pathlib import Path
 
 # corpora: the one resolution of the corpus folders ($FAIRSEQ_PLUGINS_DATA, ../shared/data, ./corpora)
 from plugin_tools import cfq_im, cogs_tags, corpora
+from plugin_tools.cli import OneLineParser
 
 ALGORITHMIC = ("add", "addneg", "reverse", "dup", "cart", "inters")
 SMALL = {"train": 1000, "valid": 100, "test": 100}
@@ -684,9 +685,7 @@ def resolve_counts(task, train=None, valid=None, test=None, small=False):
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
         "task",
         help="add, addneg, reverse, dup, cart, inters, scan-length, scan-addjump, "

@@ -1,7 +1,7 @@
 """Where the real corpora (Multi30k, WikiText-2, SCAN, COGS) are, and fetching them.
 
 The one resolution every tool uses (tests/conftest.py, scripts/compgen-data.py, and the shell
-scripts through ``python3 plugin_tools/corpora.py path NAME``), per corpus:
+scripts through ``python -m plugin_tools.corpora path NAME``), per corpus:
 
 1. ``$FAIRSEQ_PLUGINS_DATA/NAME`` when that variable is set (then nothing else is looked at);
 2. ``../shared/data/NAME`` beside the checkout;
@@ -18,7 +18,6 @@ Standard library only: it runs as a script without the venv and without importin
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import hashlib
 import os
@@ -29,7 +28,7 @@ import urllib.request
 from pathlib import Path
 from typing import NamedTuple
 
-from plugin_tools.cli import called_as
+from plugin_tools.cli import OneLineParser, called_as
 
 DATA_ENV = "FAIRSEQ_PLUGINS_DATA"
 REQUIRE_ENV = "FAIRSEQ_PLUGINS_REQUIRE_CORPORA"
@@ -357,14 +356,9 @@ def fetch(names=None, dest=None, base=None, timeout=TIMEOUT, prog="get-corpora.s
 # Command line (scripts/get-corpora.sh and the shell scripts call this).
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, not usage + error
-        self.exit(2, f"{self.prog}: {message}\n")
-
-
 def main(argv=None):
     prog, argv = called_as(sys.argv[1:] if argv is None else argv, "corpora.py")
-    p = _Parser(
+    p = OneLineParser(
         prog=prog, description="Find (path, check) or fetch the real corpora (module docstring)."
     )
     sub = p.add_subparsers(dest="cmd", required=True)

@@ -1,12 +1,14 @@
 """Write the summary of scripts/gpu-check.sh: PREFIX.json and PREFIX.md from its steps file
 (one tab-separated line per step: name, status pass/fail/skip, seconds, log, detail), the CUDA
-tests' JUnit XML (counts and failed test names) and the machine (benchmarks/common.py)."""
+tests' JUnit XML (counts and failed test names) and the machine (plugin_tools/machine.py)."""
 
-import argparse
 import json
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+from plugin_tools.cli import OneLineParser
+from plugin_tools.machine import machine
 
 STATUSES = ("pass", "fail", "skip")
 
@@ -44,11 +46,9 @@ def read_junit(path):
 
 
 def machine_info():
-    """The machine as the benchmarks describe it (torch and benchmarks/common.py, imported here
-    only: the rest of this module is plain Python)."""
+    """The machine as the benchmarks describe it (torch imported here only: the rest of this
+    module is plain Python)."""
     import torch
-
-    from benchmarks.common import machine
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     info = machine(device)
@@ -97,7 +97,7 @@ def build_report(steps, junit, updates, machine):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = OneLineParser(description=__doc__.split("\n\n")[0])
     p.add_argument("steps", type=Path, help="the steps file gpu-check.sh wrote")
     p.add_argument("--junit", type=Path, help="JUnit XML of the CUDA tests (optional)")
     p.add_argument("--updates", type=int, required=True, help="fp16 updates per training run")

@@ -8,14 +8,15 @@ Exit 0 if ARCH is a registered architecture (of MODEL, if given); else one line 
 the registered ones (of MODEL, or starting with PREFIX) and exit 1.
 """
 
-import argparse
 import sys
 
 import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
 
+from plugin_tools.cli import OneLineParser
+
 
 def main():
-    parser = argparse.ArgumentParser(prog="check-arch.py", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="check-arch.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("arch")
     parser.add_argument(
         "--model", help="the arch must belong to this model (e.g. tagging_transformer)"

@@ -22,15 +22,15 @@ from pathlib import Path
 
 import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
 
+from plugin_tools.cli import OneLineParser
+
 
 class CliError(Exception):
     """Printed as one line."""
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", type=Path, help="folder written by scripts/cogs-tags.py")
     p.add_argument("checkpoint", type=Path, help="fairseq checkpoint of a tagging_transformer")
     p.add_argument(

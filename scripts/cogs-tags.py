@@ -34,11 +34,11 @@ import json
 import sys
 from pathlib import Path
 
-from _this_checkout import ROOT
+import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
 
 from plugin_tools import cogs_tags as ct
-
-DEFAULT_RAW = ROOT.parent / "shared" / "data" / "cogs"
+from plugin_tools import corpora
+from plugin_tools.cli import OneLineParser
 
 
 class CliError(Exception):
@@ -46,9 +46,7 @@ class CliError(Exception):
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="*", metavar="INPUT", help="PATH or SPLIT=PATH (COGS tsv)")
     p.add_argument("--outdir", type=Path, help="where the tagging files go")
     p.add_argument(
@@ -57,7 +55,12 @@ def parse_args(argv):
         default="absolute",
         help="parent encoding of SPLIT.parent (default absolute)",
     )
-    p.add_argument("--raw-dir", type=Path, help=f"COGS files when no INPUT (default {DEFAULT_RAW})")
+    p.add_argument(
+        "--raw-dir",
+        type=Path,
+        help="COGS files when no INPUT (default: the COGS corpus where plugin_tools.corpora finds "
+        "it: $FAIRSEQ_PLUGINS_DATA/cogs, ../shared/data/cogs or ./corpora/cogs)",
+    )
     p.add_argument("--check", action="store_true", help="report the round trip, write nothing")
     return p.parse_args(argv)
 
@@ -74,7 +77,9 @@ def resolve_inputs(args):
                 raise CliError(f"bad INPUT {item!r}: expected PATH or SPLIT=PATH")
             out.append((name, Path(path)))
     else:
-        raw = args.raw_dir or DEFAULT_RAW
+        raw = args.raw_dir or corpora.find("cogs")
+        if raw is None:
+            raise CliError(f"{corpora.missing_message(['cogs'])}; or pass --raw-dir DIR")
         if not raw.is_dir():
             raise CliError(f"--raw-dir {raw}: not a directory")
         gen = raw / "gen.tsv.gz" if (raw / "gen.tsv.gz").is_file() else raw / "gen.tsv"

@@ -1,3 +1,6 @@
 #!/usr/bin/env bash
 # `scripts/experiment.py grid` (plugin_tools/experiments/grid.py; the plan: grid_plan.py): see --help.
-exec python3 "$(dirname "$0")/experiment.py" --called-as compgen-grid.sh grid "$@"
+set -euo pipefail
+# shellcheck source=lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+experiment grid "$@"

@@ -17,6 +17,10 @@ import statistics
 import sys
 from pathlib import Path
 
+import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
+
+from plugin_tools.cli import OneLineParser
+
 TASK_ORDER = [
     "add",
     "addneg",
@@ -155,9 +159,7 @@ def chart(stats, presets, tasks, path):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("csv", help="results CSV written by scripts/compgen-run.sh")
     ap.add_argument("--out", help="write the markdown table here (default: stdout)")
     ap.add_argument("--png", help="also draw a bar chart to this PNG file")

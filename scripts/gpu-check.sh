@@ -46,7 +46,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-python=${PYTHON:-$(python_cmd)}
+python=$(python_cmd)
 gpus=$(cuda_devices)
 if [[ $gpus == 0 ]]; then
   echo "$prog: no CUDA device here (torch.cuda.is_available() is False): nothing to check"

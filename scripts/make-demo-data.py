@@ -15,6 +15,10 @@ import argparse
 import os
 import random
 
+import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
+
+from plugin_tools.cli import OneLineParser
+
 
 def build_lexicon(rng, n_nouns, n_adjs, n_verbs):
     def word(prefix, i):
@@ -59,9 +63,7 @@ def sample_pair(rng, lex, n_clauses, nouns, adjs, verbs):
 
 
 def main():
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("outdir")
     p.add_argument("--train", type=int, default=20000)
     p.add_argument("--valid", type=int, default=500)

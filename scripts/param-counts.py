@@ -15,6 +15,8 @@ from types import SimpleNamespace
 
 import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
 
+from plugin_tools.cli import OneLineParser
+
 
 def build(arch_and_flags, src_vocab, tgt_vocab, lm):
     from fairseq import options
@@ -39,9 +41,7 @@ def build(arch_and_flags, src_vocab, tgt_vocab, lm):
 
 
 def main():
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("archs", nargs="+", help='"ARCH [flags]", one per argument')
     p.add_argument("--src-vocab", type=int, default=8848)
     p.add_argument("--tgt-vocab", type=int, default=6632)

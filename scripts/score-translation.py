@@ -3,7 +3,6 @@
 sacreBLEU (detokenized, with its signature), tokenized BLEU (multi-bleu style) and sequence
 accuracy. Used by generate.sh."""
 
-import argparse
 import json
 import os
 import sys
@@ -11,6 +10,7 @@ import sys
 import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
 
 from plugin_tools import seq_accuracy
+from plugin_tools.cli import OneLineParser
 
 
 def parse_generate(path):
@@ -39,7 +39,7 @@ def write(path, lines):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__)
+    p = OneLineParser(description=__doc__)
     p.add_argument("generate_output")
     p.add_argument("--out", required=True)
     p.add_argument("--lang", default="en")

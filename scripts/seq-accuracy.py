@@ -19,6 +19,7 @@ from pathlib import Path
 import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
 
 from plugin_tools import seq_accuracy as sa
+from plugin_tools.cli import OneLineParser
 
 
 def read_lines(path, what):
@@ -29,9 +30,7 @@ def read_lines(path, what):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("hyp", help="fairseq-generate output, or a plain hypothesis file with --ref")
     ap.add_argument("--ref", help="reference file, line i = example i")
     ap.add_argument("--categories", help="category labels, line i = example i")

@@ -5,11 +5,13 @@
   versions         "torch X fairseq Y" after importing torch, fairseq and the plugin (setup.sh's check)
 
 Used by scripts/lib/common.sh (cuda_devices), scripts/setup.sh and .ci/run, so that no script
-carries Python inline. Standard library and torch only (no plugin_tools): a broken install must not
-read as "no CUDA device".
+carries Python inline. Standard library, torch and this checkout's plugin_tools.cli (standard
+library only): a broken install must not read as "no CUDA device".
 """
 
-import argparse
+import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
+
+from plugin_tools.cli import OneLineParser
 
 
 def cuda_devices():
@@ -37,7 +39,7 @@ QUESTIONS = {"cuda-devices": cuda_devices, "cpu-capability": cpu_capability, "ve
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="torch-info.py", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog="torch-info.py", description=__doc__.split("\n")[0])
     parser.add_argument("question", choices=sorted(QUESTIONS))
     print(QUESTIONS[parser.parse_args(argv).question]())
 

@@ -17,6 +17,8 @@ from collections import defaultdict
 
 import _this_checkout  # noqa: F401  (this checkout's packages first on sys.path)
 
+from plugin_tools.cli import OneLineParser
+
 
 def fail(message):
     print(f"value-scores: error: {message}", file=sys.stderr)
@@ -49,9 +51,7 @@ def load(checkpoint, data, subset, max_tokens):
 
 
 def main():
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("checkpoint")
     p.add_argument("data")
     p.add_argument("--subset", default="valid")

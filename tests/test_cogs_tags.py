@@ -2,6 +2,8 @@
 docs/official-code.md O1.7, the parent encodings, the two metrics, and the exact round trip
 LF -> tags -> LF over every example of the COGS corpus (found by plugin_tools/corpora.py)."""
 
+import gzip
+import os
 import subprocess
 import sys
 
@@ -241,3 +243,29 @@ def test_cli_one_line_errors(tmp_path):
     proc = cli(tmp_path / "t.tsv", "--check")
     assert proc.returncode != 0 and "t.tsv:1" in proc.stderr and "3 tab-separated" in proc.stderr
     assert "--parent" in cli("--help").stdout
+    proc = cli("--parent", "nested", "--check")
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "--parent" in lines[0], proc.stderr
+
+
+def test_cli_reads_the_corpus_where_the_corpora_lookup_finds_it(tmp_path):
+    """With no INPUT the COGS files are the corpus that plugin_tools.corpora finds
+    ($FAIRSEQ_PLUGINS_DATA first); when it finds none, one line says where it looked."""
+    env = {**os.environ, "FAIRSEQ_PLUGINS_DATA": str(tmp_path / "data")}
+    check = [sys.executable, SCRIPT, "--check"]
+    proc = subprocess.run(check, capture_output=True, text=True, env=env)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0 and len(lines) == 1, proc.stderr
+    assert "corpora missing: cogs" in lines[0] and str(tmp_path / "data") in lines[0]
+    cogs = tmp_path / "data" / "cogs"
+    cogs.mkdir(parents=True)
+    examples = {"train.tsv": E0, "dev.tsv": E1, "test.tsv": E2}
+    for name, ex in examples.items():
+        (cogs / name).write_text(f"{ex[0]}\t{ex[1]}\tin_distribution\n")
+    with gzip.open(cogs / "gen.tsv.gz", "wt") as f:
+        f.write(f"{E3[0]}\t{E3[1]}\tin_distribution\n")
+    (cogs / "gen_cases_to_paper_sections.json").write_text("{}\n")
+    proc = subprocess.run(check, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    for name in (*examples, "gen.tsv.gz"):
+        assert str(cogs / name) in proc.stdout

@@ -567,3 +567,24 @@ def test_paper_budget_report(tmp_path):
     )
     assert "| – | – |" in lost  # not recorded, not 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_scan_addjump_test_set_comes_from_the_corpus_the_lookup_finds(tmp_path, monkeypatch):
+    """The grid derives SCAN add-jump's test set from the SCAN corpus that plugin_tools.corpora
+    finds ($FAIRSEQ_PLUGINS_DATA first): tasks.txt minus the add-jump training lines."""
+    from plugin_tools.experiments import grid
+    from plugin_tools.experiments.runs import ExperimentError
+
+    scan = tmp_path / "data" / "scan"
+    monkeypatch.setenv("FAIRSEQ_PLUGINS_DATA", str(tmp_path / "data"))
+    with pytest.raises(ExperimentError, match=f"SCAN files missing under {scan}$"):
+        grid.derive_scan_addjump(tmp_path / "out-missing")
+    train = ["IN: jump OUT: I_JUMP", "IN: walk OUT: I_WALK", "IN: walk twice OUT: I_WALK I_WALK"]
+    test = [f"IN: jump {'and walk ' * (i % 3)}x{i} OUT: I_JUMP" for i in range(7706)]
+    (scan / "add_prim_split").mkdir(parents=True)
+    (scan / "tasks.txt").write_text("\n".join(train[1:] + test + train[:1]) + "\n")
+    (scan / "add_prim_split" / "tasks_train_addprim_jump.txt").write_text("\n".join(train) + "\n")
+    grid.derive_scan_addjump(tmp_path / "out")
+    derived = tmp_path / "out" / "raw" / "scan-addjump" / "add_prim_split"
+    assert (derived / "tasks_test_addprim_jump.txt").read_text().splitlines() == test
+    assert (derived / "tasks_train_addprim_jump.txt").read_text().splitlines() == train

@@ -2,6 +2,7 @@
 without fairseq (checked in a fresh interpreter, where nothing else has loaded them), and each
 helper exists once at run time (one TagError class, whoever imports it)."""
 
+import ast
 import pkgutil
 import runpy
 import subprocess
@@ -71,3 +72,21 @@ def test_one_tag_error_class(monkeypatch):
     assert cogs_tagging.ct.TagError is cogs_tags.TagError
     assert compgen_data.cogs_tags.TagError is cogs_tags.TagError
     assert script["ct"].TagError is cogs_tags.TagError
+
+
+def test_no_import_runs_against_the_layers():
+    """plugin_tools is the bottom layer: fairseq_plugins, benchmarks/ and scripts/ import from it,
+    never the reverse, not even inside a function (where the fresh-interpreter check above cannot
+    see it)."""
+    above = {"fairseq_plugins", "benchmarks", "scripts", "tests"}
+    against = []
+    for path in sorted((ROOT / "plugin_tools").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module]
+            else:
+                continue
+            against += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in above]
+    assert against == []

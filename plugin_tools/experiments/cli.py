@@ -2,8 +2,7 @@
 `scripts/experiment.py SUBCOMMAND ...`. The shell entry points (scripts/compgen-run.sh, ...) are
 one-line wrappers (scripts/lib/common.sh's `experiment`) that pass `--prog "$0"` first, so that
 their help and error lines read as before (`compgen-run.sh: ...`); a driver that records its
-command line (compare-nmt) gets that path as `argv0`. (scripts/compgen-grid.sh still passes the
-old name of the option, `--called-as NAME`, accepted the same.)"""
+command line (compare-nmt) gets that path as `argv0`."""
 
 import importlib
 import inspect
@@ -47,10 +46,7 @@ USAGE += "\nSUBCOMMAND --help: its options.\n"
 
 
 def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["--called-as"]:  # scripts/compgen-grid.sh's name of --prog
-        argv[0] = "--prog"
-    invoked, argv = called_as(argv, None)
+    invoked, argv = called_as(sys.argv[1:] if argv is None else argv, None)
     if argv[:1] in (["-h"], ["--help"]):
         sys.stdout.write(USAGE)
         return 0

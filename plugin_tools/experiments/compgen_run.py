@@ -134,7 +134,7 @@ def prepare_data(args, data):
         if not eval_split:
             raise ExperimentError(
                 f"{args.task} has no test split in {tmp}/raw (SCAN add-jump: the test file is held"
-                " out of ../shared/data/scan; give --raw-dir with"
+                " out of the SCAN corpus; give --raw-dir with"
                 " add_prim_split/tasks_test_addprim_jump.txt)"
             )
         raw = tmp / "raw"

@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+from plugin_tools import corpora
+
 from . import grid_plan, runs
 from .compgen_run import data_suffix
 from .grid_plan import TAGGING, TAGGING_TASK
@@ -222,11 +224,13 @@ def log(message):
     print(f"{stamp} compgen-grid: {message}", file=sys.stderr, flush=True)
 
 
-def derive_scan_addjump(out, scan=ROOT.parent / "shared" / "data" / "scan"):
-    """SCAN add-jump: the official test file is held out of ../shared/data/scan. Its content is
-    derivable: SOURCE.md says all its 7706 lines are in tasks.txt, and tasks.txt holds every SCAN
-    command once, so tasks.txt minus the lines of the add-jump train file is that test set (in
-    tasks.txt order, not the official file's order). Built once, atomically, and checked."""
+def derive_scan_addjump(out, scan=None):
+    """SCAN add-jump: the official test file is held out of the SCAN corpus (SCAN: where
+    plugin_tools.corpora finds it, unless given). Its content is derivable: SOURCE.md says all its
+    7706 lines are in tasks.txt, and tasks.txt holds every SCAN command once, so tasks.txt minus
+    the lines of the add-jump train file is that test set (in tasks.txt order, not the official
+    file's order). Built once, atomically, and checked."""
+    scan = corpora.corpus_dir("scan") if scan is None else Path(scan)
     train_file = scan / "add_prim_split" / "tasks_train_addprim_jump.txt"
 
     def build(tmp):

@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import run_archive, runs, study_stats
+from . import compare, run_archive, runs, study_stats
 from .runs import ROOT, ExperimentError
 
 USAGE = """\
@@ -248,18 +248,6 @@ def prepare_data(prog, args):
 # ------------------------------------------------------------------------------------- runs
 
 
-def config_args(system):
-    """(ARCH, TRAIN_ARGS) of a system's config, as bash sources it."""
-    script = 'set -euo pipefail; source "$1"; echo "$ARCH"; printf "%s\\n" "${TRAIN_ARGS[@]}"'
-    proc = subprocess.run(
-        ["bash", "-c", script, "x", config_path(system)], capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        raise ExperimentError(f"{config_path(system)}: could not be sourced")
-    arch, *train_args = proc.stdout.splitlines()
-    return arch, train_args
-
-
 def valid_ppl_by_epoch(log):
     """The validation perplexity at the end of every epoch (the last validation of each) of a
     fairseq-train log, in epoch order."""
@@ -443,10 +431,10 @@ def param_counts(out, vocab, train_args):
         return
     specs = []
     for system in SYSTEMS:
-        arch, config_train_args = config_args(system)
-        specs.append(shlex.join([arch, *config_train_args, *train_args]))
+        config = compare.source_config(config_path(system))
+        specs.append(shlex.join([config["ARCH"], *config["TRAIN_ARGS"], *train_args]))
     # the dictionary's 4 specials next to the pieces
-    cmd = ["python", "scripts/param-counts.py", "--lm", "--src-vocab", str(vocab + 4)]
+    cmd = [sys.executable, "scripts/param-counts.py", "--lm", "--src-vocab", str(vocab + 4)]
     cmd += ["--tgt-vocab", str(vocab + 4), *specs]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -519,7 +507,7 @@ def main(argv, prog="study-lm", usage="scripts/experiment.py study-lm"):
             text = run_archive.relative_paths((out / name).read_text(encoding="utf-8"))
             (args.archive / name).write_text(text, encoding="utf-8")
     with runs.FileLock(out / "report.lock"):
-        cmd = ["python", "scripts/study-report.py", "lm-study", str(out), "--doc", args.doc]
+        cmd = [sys.executable, "scripts/study-report.py", "lm-study", str(out), "--doc", args.doc]
         cmd += ["--smoke"] if args.smoke else []
         if subprocess.run(cmd).returncode != 0:
             raise ExperimentError(f"could not write {args.doc} (scripts/study-report.py failed)")

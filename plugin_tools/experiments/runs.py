@@ -19,6 +19,8 @@ import threading
 import time
 from pathlib import Path
 
+from plugin_tools.cli import OneLineParser
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts"
 
@@ -30,9 +32,10 @@ class ExperimentError(Exception):
     """A usage error or a failed step: the driver prints `PROG: MESSAGE` (one line), exits 2."""
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse with the drivers' conventions: --help prints the driver's own usage text, and an
-    error is one line `PROG: MESSAGE` with exit status 2 (via ExperimentError)."""
+class Parser(OneLineParser):
+    """The project's parser with the drivers' conventions: --help prints the driver's own usage
+    text, and an error is one line `PROG: MESSAGE` with exit status 2 (via ExperimentError; the
+    messages the drivers' shell versions printed)."""
 
     def __init__(self, usage_text, **kwargs):
         super().__init__(add_help=False, allow_abbrev=False, **kwargs)
