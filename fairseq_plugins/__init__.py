@@ -3,8 +3,9 @@ the Graph-Transformer encoder. Load with ``--user-dir fairseq_plugins`` (or ``im
 
 Everything changed outside the plugin's own classes is in ``compat/`` (one table, one ``apply()``).
 What needs neither torch nor fairseq (errors, corpora, COGS tags, CFQ-im, accuracies, the task
-generators, the experiment drivers) is the sibling package ``plugin_tools``, which this package
-imports and which never imports it; ``--user-dir fairseq_plugins`` puts their common parent on
+generators) is the sibling package ``plugin_tools``, which this package imports and which never
+imports it; the research drivers and report generators are the package ``studies``, which imports
+both and is imported by neither. ``--user-dir fairseq_plugins`` puts their common parent on
 sys.path.
 """
 

@@ -5,8 +5,8 @@ standard library, and numpy where a generator needs it): the plugin's exception 
 (:mod:`.errors`), where the corpora are (:mod:`.corpora`), the COGS tag representation and its
 tag-row constants (:mod:`.cogs_tags`), the CFQ intermediate representation (:mod:`.cfq_im`),
 sequence-level and tagging accuracy (:mod:`.seq_accuracy`, :mod:`.tagging_accuracy`), the
-compositional-generalization task generators (:mod:`.compgen_data`) and the experiment runner
-(:mod:`.experiments`).
+compositional-generalization task generators (:mod:`.compgen_data`). The research drivers and
+report generators that sit on top of these and of the plugin are the top-level package ``studies``.
 
 Why a package beside ``fairseq_plugins`` and not a light ``fairseq_plugins/__init__``: fairseq's
 ``import_user_module`` skips a ``--user-dir`` whose module name is already in ``sys.modules``, so a

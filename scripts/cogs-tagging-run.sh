@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `scripts/experiment.py cogs-tagging-run` (plugin_tools/experiments/cogs_tagging_run.py): see --help.
+# `scripts/experiment.py cogs-tagging-run` (studies/cogs_tagging_run.py): see --help.
 set -euo pipefail
 # shellcheck source=lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"

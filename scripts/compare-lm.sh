@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Train and evaluate language models on the same data and token budget: one markdown report.
-# A wrapper of `scripts/experiment.py compare-lm` (plugin_tools/experiments/lm_compare.py): see
+# A wrapper of `scripts/experiment.py compare-lm` (studies/lm_compare.py): see
 # --help.
 set -euo pipefail
 # shellcheck source=lib/common.sh

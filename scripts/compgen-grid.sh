@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `scripts/experiment.py grid` (plugin_tools/experiments/grid.py; the plan: grid_plan.py): see --help.
+# `scripts/experiment.py grid` (studies/grid.py; the plan: grid_plan.py): see --help.
 set -euo pipefail
 # shellcheck source=lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `scripts/experiment.py compgen-run` (plugin_tools/experiments/compgen_run.py): see --help.
+# `scripts/experiment.py compgen-run` (studies/compgen_run.py): see --help.
 set -euo pipefail
 # shellcheck source=lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"

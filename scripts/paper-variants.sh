@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `scripts/experiment.py paper-variants` (plugin_tools/experiments/paper_variants.py): see --help.
+# `scripts/experiment.py paper-variants` (studies/paper_variants.py): see --help.
 set -euo pipefail
 # shellcheck source=lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"

@@ -37,7 +37,7 @@ from pathlib import Path
 from _this_checkout import ROOT
 
 from plugin_tools.cli import OneLineParser
-from plugin_tools.retrieval_study import SETTINGS, read_rows
+from studies.retrieval_study import SETTINGS, read_rows
 
 PROG = "study-retrieval.py"
 PROTOCOLS = {
@@ -267,7 +267,7 @@ def main(argv=None):
     if args.command == "run":
         cmd_run(args)
     else:
-        from fairseq_plugins.analysis.retrieval_report import write_report
+        from studies.retrieval_report import write_report
 
         write_report(args.out, args.doc)
 

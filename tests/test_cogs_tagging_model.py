@@ -391,7 +391,7 @@ def test_run_script_help_and_bad_arguments():
 
 def grid_tagging():
     """{row: (tagging arch, options)} and {row: seq2seq extra options} of the grid's plan."""
-    from plugin_tools.experiments import grid_plan, grid_report
+    from studies import grid_plan, grid_report
 
     rows = {  # the rows that run the tagging column
         r.preset: " ".join(r.extra)

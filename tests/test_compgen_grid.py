@@ -11,7 +11,7 @@ import sys
 import pytest
 from conftest import ROOT, run
 
-from plugin_tools.experiments import grid_report
+from studies import grid_report
 
 GRID = ROOT / "scripts" / "compgen-grid.sh"
 REPORT = ROOT / "scripts" / "compgen-grid-report.py"
@@ -187,7 +187,7 @@ echo "$preset,$task,$seed,1,0.5,1,d,test,1,1,1,,1,1" >>"$csv"
 """
 # A grid whose cells run the stand-in instead of the experiment program.
 STUB_GRID = """import sys
-from plugin_tools.experiments import cli, grid
+from studies import cli, grid
 grid.EXPERIMENT = ["bash", sys.argv[1]]
 sys.exit(cli.main(["grid", *sys.argv[2:]]))
 """
@@ -572,8 +572,8 @@ def test_paper_budget_report(tmp_path):
 def test_scan_addjump_test_set_comes_from_the_corpus_the_lookup_finds(tmp_path, monkeypatch):
     """The grid derives SCAN add-jump's test set from the SCAN corpus that plugin_tools.corpora
     finds ($FAIRSEQ_PLUGINS_DATA first): tasks.txt minus the add-jump training lines."""
-    from plugin_tools.experiments import grid
-    from plugin_tools.experiments.runs import ExperimentError
+    from studies import grid
+    from studies.runs import ExperimentError
 
     scan = tmp_path / "data" / "scan"
     monkeypatch.setenv("FAIRSEQ_PLUGINS_DATA", str(tmp_path / "data"))

@@ -1,4 +1,4 @@
-"""The experiment drivers' shared layer (plugin_tools/experiments/runs.py) and the program's front
+"""The experiment drivers' shared layer (studies/runs.py) and the program's front
 door: results CSV, locks, resume state, time pieces, seeds and budgets, atomic preparation,
 one-line usage errors. No fairseq, no training."""
 
@@ -11,8 +11,8 @@ import time
 import pytest
 from conftest import ROOT
 
-from plugin_tools.experiments import runs
-from plugin_tools.experiments.runs import ExperimentError
+from studies import runs
+from studies.runs import ExperimentError
 
 EXPERIMENT = ROOT / "scripts" / "experiment.py"
 HEADER = ["preset", "task", "seed", "accuracy", "threads"]
@@ -82,7 +82,7 @@ def test_a_killed_driver_leaves_the_cell_locked_while_its_tools_run(tmp_path):
     lock = runs.FileLock(path)
     assert lock.acquire(blocking=False)
     code = (
-        "import sys; from plugin_tools.experiments import runs\n"
+        "import sys; from studies import runs\n"
         "runs.run_logged(['sleep', '2'], sys.argv[1], 'sleep')"
     )
     driver = subprocess.Popen(
@@ -118,7 +118,7 @@ def test_time_piece_killed_without_recording_is_folded_into_the_next(tmp_path):
     piece of the run folds it in."""
     killed = (
         "import subprocess, sys, time\n"
-        "from plugin_tools.experiments import runs\n"
+        "from studies import runs\n"
         "runs.TimePiece.HEARTBEAT = 0.2\n"
         "busy = 'import time\\nt = time.process_time()\\nwhile True: pass'\n"
         f"with runs.TimePiece({str(tmp_path)!r}):\n"
@@ -290,7 +290,7 @@ def test_front_door_and_no_torch(tmp_path):
         and bad.stderr == "experiment.py: unknown subcommand nope (see --help)\n"
     )
     err = subprocess.run(
-        [sys.executable, "-m", "plugin_tools.experiments", "grid", "--threads", "0"],
+        [sys.executable, "-m", "studies", "grid", "--threads", "0"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -298,7 +298,7 @@ def test_front_door_and_no_torch(tmp_path):
     assert err.returncode == 2 and err.stderr == "grid: --threads 0: not a positive integer\n"
     # The drivers import neither torch nor fairseq (they run them as subprocesses).
     code = (
-        "import sys, importlib, pkgutil, plugin_tools.experiments as e\n"
+        "import sys, importlib, pkgutil, studies as e\n"
         "for m in pkgutil.iter_modules(e.__path__):\n"
         "    if m.name != '__main__': importlib.import_module(f'{e.__name__}.{m.name}')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'fairseq')))"

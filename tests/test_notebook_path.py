@@ -15,7 +15,7 @@ from model_testing import build, toy_dictionary
 from fairseq_plugins.compat.batching import NotebookBatches
 from fairseq_plugins.modules.relative_positions import RelativePositionBias
 from plugin_tools import compgen_data
-from plugin_tools.experiments import compgen_run
+from studies import compgen_run
 
 ENV = {"OMP_NUM_THREADS": "1"}
 ARCH = ["--arch", "compgen_rel2_eb_c"]

@@ -74,13 +74,20 @@ def test_one_tag_error_class(monkeypatch):
     assert script["ct"].TagError is cogs_tags.TagError
 
 
-def test_no_import_runs_against_the_layers():
-    """plugin_tools is the bottom layer: fairseq_plugins, benchmarks/ and scripts/ import from it,
-    never the reverse, not even inside a function (where the fresh-interpreter check above cannot
-    see it)."""
-    above = {"fairseq_plugins", "benchmarks", "scripts", "tests"}
+LAYERS = {  # package -> the packages above it, which it must never import
+    "plugin_tools": {"fairseq_plugins", "studies", "benchmarks", "scripts", "tests"},
+    "fairseq_plugins": {"studies", "benchmarks", "scripts", "tests"},
+    "studies": {"benchmarks", "scripts", "tests"},
+}
+
+
+@pytest.mark.parametrize("package", list(LAYERS))
+def test_no_import_runs_against_the_layers(package):
+    """plugin_tools is the bottom layer, the plugin above it, the research drivers and reports
+    (studies) above both; benchmarks/ and scripts/ import from them, never the reverse, not even
+    inside a function (where the fresh-interpreter check above cannot see it)."""
     against = []
-    for path in sorted((ROOT / "plugin_tools").rglob("*.py")):
+    for path in sorted((ROOT / package).rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
@@ -88,5 +95,6 @@ def test_no_import_runs_against_the_layers():
                 names = [node.module]
             else:
                 continue
+            above = LAYERS[package]
             against += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in above]
     assert against == []

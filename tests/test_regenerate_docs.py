@@ -11,8 +11,7 @@ import shutil
 import pytest
 from conftest import ROOT
 
-from fairseq_plugins.analysis import retrieval_report
-from plugin_tools.experiments import grid_report, study_report
+from studies import grid_report, retrieval_report, study_report
 
 DOCS = ROOT / "docs"
 

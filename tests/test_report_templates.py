@@ -1,4 +1,4 @@
-"""The reports' fixed prose lives in plugin_tools/experiments/templates: every template is used
+"""The reports' fixed prose lives in studies/templates: every template is used
 by a report, renders only with every value given, and leaves a dollar sign written $$ alone."""
 
 import re
@@ -6,12 +6,12 @@ import re
 import pytest
 from conftest import ROOT
 
-from plugin_tools.experiments import report_templates
+from studies import report_templates
 
 REPORTS = [
-    ROOT / "plugin_tools/experiments/study_report.py",
-    ROOT / "plugin_tools/experiments/grid_report.py",
-    ROOT / "fairseq_plugins/analysis/retrieval_report.py",
+    ROOT / "studies/study_report.py",
+    ROOT / "studies/grid_report.py",
+    ROOT / "studies/retrieval_report.py",
 ]
 TEMPLATES = sorted(report_templates.TEMPLATES.glob("*.md"))
 

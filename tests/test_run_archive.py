@@ -6,8 +6,8 @@ import gzip
 import pytest
 from conftest import ROOT, run
 
-from plugin_tools.experiments import run_archive
-from plugin_tools.experiments.runs import ExperimentError
+from studies import run_archive
+from studies.runs import ExperimentError
 
 
 def finished_run(d):
@@ -85,7 +85,7 @@ def test_two_processes_restore_one_run_at_once(tmp_path):
     run_dir = finished_run(tmp_path / "run")
     kept = tmp_path / "kept"
     run_archive.save(run_dir, kept)
-    code = "import sys; from plugin_tools.experiments import run_archive as a; "
+    code = "import sys; from studies import run_archive as a; "
     code += "[a.restore(sys.argv[1], sys.argv[2]) for _ in range(20)]"
     for attempt in range(3):
         dest = tmp_path / f"fresh{attempt}"

@@ -79,7 +79,7 @@ def test_study_prepares_data_once_then_runs_the_comparison(direction, tmp_path, 
     pipeline (nmt_compare, recorded as scripts/compare-nmt.sh) with the direction's configs, 3
     seeds, the smoke budget and the options after `--`."""
     kind = "nmt"
-    from plugin_tools.experiments import studies
+    from studies import studies
 
     ran, execd = [], []
     monkeypatch.setattr(studies.subprocess, "run", lambda cmd, **kw: ran.append(cmd) or _Done())
@@ -134,7 +134,7 @@ def test_nmt_study_archive_default(extra, archive, monkeypatch):
     """A real study keeps its finished runs in the committed folder docs/study-runs/nmt-PAIR by
     default (they outlive the machine); a smoke run and --no-archive keep none. A given folder
     is the caller's path; inside the checkout the recorded command names it relative to it."""
-    from plugin_tools.experiments import studies
+    from studies import studies
 
     monkeypatch.chdir(ROOT)
     args = studies.parse("nmt", ["--direction", "de-en", *extra], "study-nmt.sh")
@@ -155,7 +155,7 @@ def test_nmt_study_archive_default(extra, archive, monkeypatch):
 def test_lm_study_archive_default(extra, archive, monkeypatch):
     """The LM study's archive: docs/study-runs/lm by default, a given folder resolved against
     the caller's directory (the study then moves to the checkout), none for a smoke run."""
-    from plugin_tools.experiments import lm_study
+    from studies import lm_study
 
     monkeypatch.chdir("/tmp")
     assert lm_study.parse(extra, "study-lm.sh").archive == archive
@@ -163,8 +163,8 @@ def test_lm_study_archive_default(extra, archive, monkeypatch):
 
 @pytest.mark.parametrize("study", ["nmt", "lm"])
 def test_study_archive_flags_conflict(study):
-    from plugin_tools.experiments import lm_study, studies
-    from plugin_tools.experiments.runs import ExperimentError
+    from studies import lm_study, studies
+    from studies.runs import ExperimentError
 
     argv = ["--archive", "x", "--no-archive"]
     with pytest.raises(ExperimentError, match="--archive and --no-archive"):
@@ -271,7 +271,7 @@ def test_lm_study_configs_same_tokens_and_params():
 def test_length_ratio_counts_post_processed_tokens(tmp_path):
     """The report's hyp/ref length: H- (third field) over T- (second field) tokens; S-, D- and
     P- lines do not count; no output or two outputs give no ratio."""
-    from plugin_tools.experiments.study_report import length_ratio
+    from studies.study_report import length_ratio
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -470,7 +470,7 @@ def test_lm_study_sweep_widens_past_a_winning_edge(given, best, widenings, grid,
     import json
     import math
 
-    from plugin_tools.experiments import lm_study
+    from studies import lm_study
 
     def fake_sweep_run(run_dir, system, data, lr, args):
         optimum = best * (1.2 if system == "matched" else 1)
@@ -492,7 +492,7 @@ def test_lm_study_sweep_widens_past_a_winning_edge(given, best, widenings, grid,
         )
         optimum = best * (1.2 if system == "matched" else 1)
         assert chosen[system] == min(grid, key=lambda lr: abs(math.log(float(lr) / optimum)))
-    from plugin_tools.experiments.study_report import widened_sweep
+    from studies.study_report import widened_sweep
 
     said = widened_sweep({"lrs": lrs, "lrs_given": given.split(","), "sweep_widenings": 2})
     added = [lr for lr in grid if lr not in given.split(",")]
@@ -509,15 +509,15 @@ def test_lm_study_sweep_widens_past_a_winning_edge(given, best, widenings, grid,
     ],
 )
 def test_lm_study_bad_option_values(argv, named):
-    from plugin_tools.experiments import lm_study
-    from plugin_tools.experiments.runs import ExperimentError
+    from studies import lm_study
+    from studies.runs import ExperimentError
 
     with pytest.raises(ExperimentError, match=named):
         lm_study.parse(argv, "study-lm.sh")
 
 
 def test_lm_study_only():
-    from plugin_tools.experiments import lm_study
+    from studies import lm_study
 
     args = lm_study.parse(["--only", "compositional:1,matched:3"], "study-lm.sh")
     assert args.only == {("compositional", 1), ("matched", 3)}

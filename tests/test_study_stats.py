@@ -1,4 +1,4 @@
-"""The statistics and rules of the studies (plugin_tools/experiments/study_stats.py):
+"""The statistics and rules of the studies (studies/study_stats.py):
 the across-seed paired t-test, Holm's correction, the learning-rate choice, the LM stopping rule
 and the per-word perplexity of a subword model. Fast: no fairseq."""
 
@@ -7,7 +7,7 @@ import math
 import pytest
 from scipy import stats
 
-from plugin_tools.experiments.study_stats import (
+from studies.study_stats import (
     choose_lr,
     holm,
     last_gain,
@@ -107,7 +107,7 @@ def test_nmt_across_seed_family_holm_and_verdicts():
     """The NMT study's across-seed family: every system against the baseline and every
     non-stock system against the wide baseline, on BLEU and chrF; Holm over all of them; the
     reading says "better" only where the adjusted p-value is below 0.05."""
-    from plugin_tools.experiments import study_report
+    from studies import study_report
 
     names = ["base", "base-baseline-wide", "comp", "graph"]
     per_seed = [  # comp: +1.0 on every seed (+- 0.1); graph: noise around the baseline
@@ -146,7 +146,7 @@ def test_nmt_across_seed_family_holm_and_verdicts():
 
 
 def test_per_seed_bootstrap_holm():
-    from plugin_tools.experiments import study_report
+    from studies import study_report
 
     m = _significance({"base": 28.0, "a": 29.0, "b": 28.1}, {"a": 0.01, "b": 0.4})["metrics"]
     adjusted = study_report.seed_holm(m)

@@ -1,7 +1,7 @@
 # The library every shell script of scripts/ sources (benchmarks/train.sh and .ci/run too): one
 # option-parsing idiom, one-line errors, logging, the venv, and the Python helpers the scripts run.
 # The scripts are leaves: the experiments (runs, locks, resume, reports) are Python
-# (plugin_tools/experiments), which the driver scripts only wrap (`experiment`).
+# (studies), which the driver scripts only wrap (`experiment`).
 #
 #   usage() { cat <<'USAGE' ... USAGE; }       # the script's --help text, starting "Usage:"
 #   source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -105,7 +105,7 @@ tool() {
 }
 
 # experiment SUBCOMMAND ARGS...: the script is a wrapper of `scripts/experiment.py SUBCOMMAND`
-# (plugin_tools/experiments), which parses its options (one-line errors) and does the work;
+# (studies), which parses its options (one-line errors) and does the work;
 # `--prog "$0"` names the script in its help and messages (and records how it was invoked)
 experiment() {
   local python

@@ -41,7 +41,7 @@ from .paper_variants import VARIANTS
 from .report_templates import render
 from .runs import ExperimentError, Parser
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 BEGIN = "<!-- BEGIN GENERATED (scripts/compgen-grid-report.py; do not edit by hand) -->"
 END = "<!-- END GENERATED -->"
 

@@ -36,7 +36,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .. import plot_curves
+from plugin_tools import plot_curves
+
 from . import run_archive, study_stats
 from .report_templates import render
 from .runs import ROOT, Parser
@@ -766,7 +767,7 @@ def main(argv=None, prog=PROG, usage=None):
 
 
 # --------------------------------------------------------------------------------------------
-# the LM study (scripts/study-lm.sh: plugin_tools/experiments/lm_study.py)
+# the LM study (scripts/study-lm.sh: studies/lm_study.py)
 
 
 def across_seed_tests(entries, n_seeds):

@@ -10,7 +10,8 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import seq_accuracy
+from plugin_tools import seq_accuracy
+
 from .runs import ExperimentError
 
 
@@ -243,7 +244,7 @@ def eval_result(path):
 
 
 # --------------------------------------------------------------------------------------------
-# the LM study (plugin_tools/experiments/lm_study.py)
+# the LM study (studies/lm_study.py)
 
 
 @dataclass

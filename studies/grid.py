@@ -34,7 +34,7 @@ does not.
 
 The cogs-tagging column (COGS as sequence tagging, encoder-only) runs scripts/cogs-tagging-run.sh
 with the tagging architecture that has the row's encoder (TAGGING in
-plugin_tools/experiments/grid_plan.py; see --list). rel2-eb and rel2-eb-c differ from rel-eb only
+studies/grid_plan.py; see --list). rel2-eb and rel2-eb-c differ from rel-eb only
 in the decoder, so they have no tagging cell of their own: the report shows rel-eb's. A tagging
 run appends one line to the same CSV (preset = the row, task = cogs-tagging, split gen,
 extra_args = --arch TAGGING-ARCH ...); its folder is OUT/cogs-tagging/runs/ROW/seedS

@@ -1,5 +1,5 @@
 """What the Contextual Retrieval study's driver (scripts/study-retrieval.py) and its report
-(fairseq_plugins/analysis/retrieval_report.py) share: the settings and the reading of its CSVs."""
+(studies/retrieval_report.py) share: the settings and the reading of its CSVs."""
 
 import csv
 

@@ -1,5 +1,5 @@
-"""The experiment drivers: one command-line program with subcommands (``python -m
-plugin_tools.experiments`` or ``scripts/experiment.py``).
+"""The experiment drivers: one command-line program with subcommands (``python -m studies``
+or ``scripts/experiment.py``).
 
 - :mod:`.compgen_run`: ``compgen-run``, one preset on one compositional-generalization task, per
   seed (scripts/compgen-run.sh);

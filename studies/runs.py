@@ -21,7 +21,7 @@ from pathlib import Path
 
 from plugin_tools.cli import OneLineParser
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
 
 

@@ -13,7 +13,6 @@ specialisation file back, so no section is dropped.
 Usage: scripts/study-retrieval-report.py [--out DIR] [--doc docs/results-contextual-retrieval.md]
 """
 
-import argparse
 import json
 import shutil
 import statistics
@@ -21,11 +20,12 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from fairseq_plugins.analysis import retrieval_specialisation as figure
-from plugin_tools.experiments.report_templates import render
-from plugin_tools.retrieval_study import SETTINGS, read_rows
+from plugin_tools.cli import OneLineParser
 
-ROOT = Path(__file__).resolve().parents[2]  # the checkout: default --out and --doc
+from .report_templates import render
+from .retrieval_study import SETTINGS, read_rows
+
+ROOT = Path(__file__).resolve().parents[1]  # the checkout: default --out and --doc
 BEGIN, END = "<!-- study:begin -->", "<!-- study:end -->"
 COMMITTED_DOC = ROOT / "docs" / "results-contextual-retrieval.md"
 EXAMPLES = 256  # evaluation examples per run of the specialisation measurement
@@ -160,6 +160,9 @@ def measure_specialisation(runs, out, doc, examples=EXAMPLES):
     ckpts = [out / "runs" / r["run"] / "checkpoint_best.pt" for r in comp]
     if not comp or not all(c.exists() for c in ckpts):
         return None
+    # the plugin (torch, fairseq) only here: the report itself reads committed files
+    from fairseq_plugins.analysis import retrieval_specialisation as figure
+
     per_run, figures = [], {}
     for r, ckpt in zip(comp, ckpts):
         model, task = figure.load(ckpt)
@@ -304,7 +307,7 @@ def comparisons(runs):
     against the d 64 multi-head ones), on the last validation L1 (both L1s for OoD runs); each
     a paired t-test across seeds (paired by seed: the same seed gives every model the same
     data), Holm's correction over all of them. Returns the markdown table and the verdicts."""
-    from plugin_tools.experiments import study_stats
+    from studies import study_stats
 
     by = defaultdict(dict)
     for r in runs:
@@ -415,7 +418,7 @@ def write_report(out, doc):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = OneLineParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=ROOT / "work" / "study-retrieval")  # if present
     p.add_argument("--doc", type=Path, default=ROOT / "docs" / "results-contextual-retrieval.md")
     args = p.parse_args(argv)

@@ -1,4 +1,4 @@
-"""The experiment program: `python -m plugin_tools.experiments SUBCOMMAND ...` or
+"""The experiment program: `python -m studies SUBCOMMAND ...` or
 `scripts/experiment.py SUBCOMMAND ...`. The shell entry points (scripts/compgen-run.sh, ...) are
 one-line wrappers (scripts/lib/common.sh's `experiment`) that pass `--prog "$0"` first, so that
 their help and error lines read as before (`compgen-run.sh: ...`); a driver that records its
@@ -40,7 +40,7 @@ SUBCOMMANDS = {
     "report": ("report:main", "compgen: the grid report; nmt, lm: a study's results document"),
 }
 
-USAGE = "Usage: scripts/experiment.py SUBCOMMAND [options]   (or python -m plugin_tools.experiments)\n\n"
+USAGE = "Usage: scripts/experiment.py SUBCOMMAND [options]   (or python -m studies)\n\n"
 USAGE += "".join(f"  {name:<18}{what}\n" for name, (_, what) in SUBCOMMANDS.items())
 USAGE += "\nSUBCOMMAND --help: its options.\n"
 
