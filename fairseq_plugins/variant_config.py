@@ -4,7 +4,8 @@ positions, copy decoder, layer sharing and Graph-Transformer encoder layers comb
 One dataclass serves both fairseq option styles: ``add_args`` of the translation model (legacy
 argparse) and the hydra config of the language model. The allowed values of the options are
 ``option_choices.py``'s (the modules import them from there); ``parse_options`` is how every model
-kind reads and checks them.
+kind reads and checks them, once, into a frozen ``VariantPlan`` (one ``AttentionPlan`` per role):
+nothing past it reads the options.
 """
 
 from dataclasses import dataclass, field, fields
@@ -289,8 +290,9 @@ def set_variant_defaults(args):
 
 
 # -- the plan: what the parsed options build, one frozen slice per role ----------------------------
-# Every builder gets its own slice, handed to it: a stack (encoder, decoder) its StackPlan, a layer
-# the AttentionPlan of each of its attentions, an attention module the settings of its own kind.
+# Every builder gets its own slice, handed to it: the encoder its EncoderPlan, the decoder its
+# DecoderPlan, a layer the AttentionPlan of each of its attentions, an attention module the
+# settings of its own kind.
 # Nothing past parse_options reads VariantConfig.
 
 
