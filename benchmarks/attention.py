@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common import (  # noqa: E402
     MMAP_ENV,
+    add_output_options,
     machine,
     measure_peak_bytes,
     rss_peak_supported,
@@ -42,6 +43,8 @@ from common import (  # noqa: E402
     sync,
     write_results,
 )
+
+from plugin_tools.cli import OneLineParser  # noqa: E402
 
 SHAPES = {"nmt": dict(T=32, B=64, mask="padding"), "lm": dict(T=512, B=4, mask="causal")}
 D, H, S, R, DS, FFN = 512, 8, 8, 8, 32, 2048
@@ -173,15 +176,18 @@ def build_stock_layer():
 
 def build_graph(fusion, half):
     from fairseq_plugins.modules.graph_encoder import GraphEncoderLayer
-    from fairseq_plugins.variant_config import VariantConfig
+    from fairseq_plugins.variant_config import VariantConfig, build_plan
 
     def build():
-        opts = VariantConfig(graph_encoder=True, graph_fusion=fusion, graph_half_dim=half)
-        layer = GraphEncoderLayer(layer_cfg(), opts)
+        plan = build_plan(
+            VariantConfig(graph_encoder=True, graph_fusion=fusion, graph_half_dim=half)
+        )
+        layer = GraphEncoderLayer(layer_cfg(), plan.encoder.graph)
 
         def call(inputs, kpm, am):
+            # an encoder layer: no attention mask (in the LM shape it attends to every position)
             prev, incr = inputs
-            return layer(prev, incr, kpm, attn_mask=am)
+            return layer(prev, incr, kpm)
 
         return layer, call, 2
 
@@ -392,7 +398,7 @@ def markdown(results, info):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--quick", action="store_true", help="3 rounds (a few minutes on 2 idle cores)"
     )
@@ -414,7 +420,7 @@ def main():
     )
     parser.add_argument("--no-memory", dest="memory", action="store_false", help="skip peak memory")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
-    parser.add_argument("--name", default="attention", help="results/NAME.json and .md")
+    add_output_options(parser, "attention")
     parser.add_argument("--memory-only", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--exact-variants", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -445,7 +451,7 @@ def main():
     for shape_name in args.shapes.split(","):
         results[shape_name] = run_shape(shape_name, names, args, device)
     payload = dict(info, results=results)
-    write_results(args.name, payload, markdown(results, info))
+    write_results(args.name, payload, markdown(results, info), folder=args.results)
 
 
 if __name__ == "__main__":

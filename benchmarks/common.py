@@ -100,12 +100,24 @@ def measure_peak_bytes(fn, device):
     return (_status_kib("VmHWM") - before) * 1024
 
 
-def write_results(name, payload, markdown):
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2) + "\n")
-    (RESULTS / f"{name}.md").write_text(markdown)
+def add_output_options(parser, name):
+    """--name and --results of every benchmark: where its JSON and Markdown go."""
+    parser.add_argument("--name", default=name, help="RESULTS/NAME.json and .md")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=RESULTS,
+        help="the folder RESULTS (default benchmarks/results)",
+    )
+
+
+def write_results(name, payload, markdown, folder=RESULTS):
+    """FOLDER/NAME.json and .md."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.json").write_text(json.dumps(payload, indent=2) + "\n")
+    (folder / f"{name}.md").write_text(markdown)
     print(markdown)
-    print(f"wrote {RESULTS / (name + '.json')} and {RESULTS / (name + '.md')}")
+    print(f"wrote {folder / (name + '.json')} and {folder / (name + '.md')}")
 
 
 def sync(device):

@@ -10,7 +10,6 @@ speed ratio is the per-round paired stock_time / preset_time, median and IQR.
     python benchmarks/decode.py            # more rounds; on CUDA bigger batches
 """
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -21,7 +20,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from common import build_model, dictionary_of, run_info, summary, sync, write_results  # noqa: E402
+from common import (  # noqa: E402
+    add_output_options,
+    build_model,
+    dictionary_of,
+    run_info,
+    summary,
+    sync,
+    write_results,
+)
+
+from plugin_tools.cli import OneLineParser  # noqa: E402
 
 # (preset with its options, stock reference of the same shape)
 PAIRS = [
@@ -59,7 +68,7 @@ def source_batch(dictionary, sentences, length, device):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--quick", action="store_true", help="3 pairs, 3 rounds, 4 sentences (about a minute)"
     )
@@ -78,7 +87,7 @@ def main():
         help="torch threads (default 1 on CPU: on a shared machine 2+ threads spin in OpenMP barriers)",
     )
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
-    parser.add_argument("--name", default="decode", help="results/NAME.json and .md")
+    add_output_options(parser, "decode")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -176,7 +185,7 @@ def main():
             f"| `{spec}` | {row['parameters'] / 1e6:.1f}M | {row['gflop']:.1f} | {s['median']:.2f} "
             f"({s['q1']:.2f}-{s['q3']:.2f}) | {ratio} | {bound} | {row.get('stock', '')} |"
         )
-    write_results(args.name, dict(info, results=rows), "\n".join(lines) + "\n")
+    write_results(args.name, dict(info, results=rows), "\n".join(lines) + "\n", folder=args.results)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ free. ``of bound`` = measured ratio / bound.
     python benchmarks/model_step.py --threads 2 --rounds 12
 """
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -29,7 +28,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from common import build_model, dictionary_of, run_info, summary, sync, write_results  # noqa: E402
+from common import (  # noqa: E402
+    add_output_options,
+    build_model,
+    dictionary_of,
+    run_info,
+    summary,
+    sync,
+    write_results,
+)
+
+from plugin_tools.cli import OneLineParser  # noqa: E402
 
 # (name, task, preset with its options, stock reference)
 PAIRS = [
@@ -97,7 +106,7 @@ class Case:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="4 rounds, LM batch 1")
     parser.add_argument("--pairs", default="compositional,graph,lm", help="comma list of pairs")
     parser.add_argument("--rounds", type=int, default=None, help="timed rounds (default 10)")
@@ -112,7 +121,7 @@ def main():
         "--threads", type=int, default=1, help="torch threads (default 1; recorded)"
     )
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
-    parser.add_argument("--name", default="model-step", help="results/NAME.json and .md")
+    add_output_options(parser, "model-step")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -202,7 +211,7 @@ def main():
             f"{q['q3']:.2f}) | {c['median']:.2f}x ({c['q1']:.2f}-{c['q3']:.2f}) "
             f"| {row['flop_bound']:.2f}x | {row['of_bound']:.2f}, {row['cpu_of_bound']:.2f} |"
         )
-    write_results(args.name, dict(info, results=rows), "\n".join(lines) + "\n")
+    write_results(args.name, dict(info, results=rows), "\n".join(lines) + "\n", folder=args.results)
 
 
 if __name__ == "__main__":
