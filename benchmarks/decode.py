@@ -20,15 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from common import (  # noqa: E402
-    add_output_options,
-    build_model,
-    dictionary_of,
-    run_info,
-    summary,
-    sync,
-    write_results,
-)
+import common  # noqa: E402  (benchmarks/common.py)
 
 from plugin_tools.cli import OneLineParser  # noqa: E402
 
@@ -48,8 +40,8 @@ QUICK_PAIRS = PAIRS[:2] + PAIRS[3:4]
 
 
 def translation_model(spec, vocab, device):
-    dictionary = dictionary_of(vocab)
-    model = build_model("translation", spec, dictionary).to(device).eval()
+    dictionary = common.dictionary_of(vocab)
+    model = common.build_model("translation", spec, dictionary).to(device).eval()
     return model, dictionary
 
 
@@ -87,7 +79,7 @@ def main():
         help="torch threads (default 1 on CPU: on a shared machine 2+ threads spin in OpenMP barriers)",
     )
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
-    add_output_options(parser, "decode")
+    common.add_output_options(parser, "decode")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -121,10 +113,10 @@ def main():
 
     def run(spec):
         model, generator = generators[spec]
-        sync(device)
+        common.sync(device)
         start = time.perf_counter()
         hyps = generator.generate([model], sample)
-        sync(device)
+        common.sync(device)
         assert all(len(h[0]["tokens"]) == args.max_len + 1 for h in hyps)  # + EOS
         return time.perf_counter() - start
 
@@ -147,20 +139,29 @@ def main():
     rows = {}
     for spec in specs:
         row = {
-            "time_s": summary(times[spec]),
-            "sentences_per_s": summary([args.sentences / t for t in times[spec]]),
+            "time_s": common.summary(times[spec]),
+            "sentences_per_s": common.summary([args.sentences / t for t in times[spec]]),
             "parameters": sum(p.numel() for p in generators[spec][0].parameters()),
             "gflop": flops[spec] / 1e9,
         }
         stock = next((b for a, b in pairs if a == spec), None)
         if stock:
             row["stock"] = stock
-            row["speed_vs_stock"] = summary([a / b for a, b in zip(times[stock], times[spec])])
+            row["speed_vs_stock"] = common.summary(
+                [a / b for a, b in zip(times[stock], times[spec])]
+            )
             row["flop_bound"] = flops[stock] / flops[spec]
         rows[spec] = row
-    info = run_info(
+    info = common.run_info(
         device, args, "beam", "sentences", "src_len", "max_len", "vocab", "repeats", "warmup"
     )
+    common.write_results(
+        args.name, dict(info, results=rows), markdown(info, args, rows), args.results
+    )
+
+
+def markdown(info, args, rows):
+    """The results table with its header."""
     m = info["machine"]
     lines = [
         "# Beam-search decoding (fairseq SequenceGenerator, incremental decoding)",
@@ -185,7 +186,7 @@ def main():
             f"| `{spec}` | {row['parameters'] / 1e6:.1f}M | {row['gflop']:.1f} | {s['median']:.2f} "
             f"({s['q1']:.2f}-{s['q3']:.2f}) | {ratio} | {bound} | {row.get('stock', '')} |"
         )
-    write_results(args.name, dict(info, results=rows), "\n".join(lines) + "\n", folder=args.results)
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

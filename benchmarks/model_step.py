@@ -28,15 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from common import (  # noqa: E402
-    add_output_options,
-    build_model,
-    dictionary_of,
-    run_info,
-    summary,
-    sync,
-    write_results,
-)
+import common  # noqa: E402  (benchmarks/common.py)
 
 from plugin_tools.cli import OneLineParser  # noqa: E402
 
@@ -67,7 +59,7 @@ class Case:
     def __init__(self, task, spec, dictionary, args, device):
         self.spec = spec
         extra = ["--tokens-per-sample", str(args.lm_tokens)] if task == "language_modeling" else []
-        self.model = build_model(task, spec, dictionary, extra).to(device).train()
+        self.model = common.build_model(task, spec, dictionary, extra).to(device).train()
         gen = torch.Generator().manual_seed(0)
         low, high = dictionary.nspecial, len(dictionary)
         if task == "translation":
@@ -121,7 +113,7 @@ def main():
         "--threads", type=int, default=1, help="torch threads (default 1; recorded)"
     )
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
-    add_output_options(parser, "model-step")
+    common.add_output_options(parser, "model-step")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -129,7 +121,7 @@ def main():
     args.lm_batch = args.lm_batch or (1 if args.quick else 2)
     wanted = args.pairs.split(",")
     pairs = [p for p in PAIRS if p[0] in wanted]
-    dictionary = dictionary_of(args.vocab)
+    dictionary = common.dictionary_of(args.vocab)
 
     cases = {}
     for _, task, preset, stock in pairs:
@@ -139,10 +131,10 @@ def main():
     flops = {key: case.flops() for key, case in cases.items()}
 
     def timed(case):
-        sync(device)
+        common.sync(device)
         start, cpu_start = time.perf_counter(), time.process_time()
         case.step()
-        sync(device)
+        common.sync(device)
         return time.perf_counter() - start, time.process_time() - cpu_start
 
     order = list(cases)
@@ -161,20 +153,20 @@ def main():
     rows = {}
     for name, task, preset, stock in pairs:
         p, s = (task, preset), (task, stock)
-        ratio = summary([b / a for a, b in zip(times[p], times[s])])
-        cpu_ratio = summary([b / a for a, b in zip(cpu[p], cpu[s])])
+        ratio = common.summary([b / a for a, b in zip(times[p], times[s])])
+        cpu_ratio = common.summary([b / a for a, b in zip(cpu[p], cpu[s])])
         bound = flops[s] / flops[p]
         rows[name] = {
             "task": task,
             "preset": preset,
             "stock": stock,
             "shape": cases[p].shape,
-            "preset_ms": summary([1e3 * t for t in times[p]]),
-            "stock_ms": summary([1e3 * t for t in times[s]]),
+            "preset_ms": common.summary([1e3 * t for t in times[p]]),
+            "stock_ms": common.summary([1e3 * t for t in times[s]]),
             "preset_gflop": flops[p] / 1e9,
             "stock_gflop": flops[s] / 1e9,
-            "preset_cpu_ms": summary([1e3 * t for t in cpu[p]]),
-            "stock_cpu_ms": summary([1e3 * t for t in cpu[s]]),
+            "preset_cpu_ms": common.summary([1e3 * t for t in cpu[p]]),
+            "stock_cpu_ms": common.summary([1e3 * t for t in cpu[s]]),
             "speed_vs_stock": ratio,
             "cpu_speed_vs_stock": cpu_ratio,
             "flop_bound": bound,
@@ -182,7 +174,7 @@ def main():
             "cpu_of_bound": cpu_ratio["median"] / bound,
             "parameters": sum(x.numel() for x in cases[p].model.parameters()),
         }
-    info = run_info(device, args, "rounds", "warmup", "vocab", "threads")
+    info = common.run_info(device, args, "rounds", "warmup", "vocab", "threads")
     m = info["machine"]
     lines = [
         "# Whole-model training step (forward + loss + backward)",
@@ -211,7 +203,8 @@ def main():
             f"{q['q3']:.2f}) | {c['median']:.2f}x ({c['q1']:.2f}-{c['q3']:.2f}) "
             f"| {row['flop_bound']:.2f}x | {row['of_bound']:.2f}, {row['cpu_of_bound']:.2f} |"
         )
-    write_results(args.name, dict(info, results=rows), "\n".join(lines) + "\n", folder=args.results)
+    markdown = "\n".join(lines) + "\n"
+    common.write_results(args.name, dict(info, results=rows), markdown, folder=args.results)
 
 
 if __name__ == "__main__":
