@@ -41,7 +41,7 @@ import torch.nn as nn
 
 from fairseq_plugins.option_choices import ALL_REL_POS_MODES, ChoiceRegistry
 
-from .relative_positions import RelativePositionBias
+from .relative_positions import build_relative_positions
 
 # Every scheme of --rel-pos in one place: name -> builder(plan, head_dim, num_heads) of the
 # position module of one attention (None: no module).
@@ -67,7 +67,9 @@ POSITION_SCHEMES.register("nope", no_positions)
 @POSITION_SCHEMES.register("eb")
 def _label_table(plan, head_dim, num_heads):
     """The seed papers' relative positions (relative_positions.py)."""
-    return RelativePositionBias(plan.scheme, plan.radius, head_dim, num_heads, plan.bias_per_head)
+    return build_relative_positions(
+        plan.scheme, plan.radius, head_dim, num_heads, plan.bias_per_head
+    )
 
 
 def alibi_slopes(num_heads):
