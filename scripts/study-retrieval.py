@@ -37,7 +37,8 @@ from pathlib import Path
 from _this_checkout import ROOT
 
 from plugin_tools.cli import OneLineParser
-from studies.retrieval_study import SETTINGS, read_rows
+from studies.retrieval_study import SETTINGS
+from studies.runs import read_rows
 
 PROG = "study-retrieval.py"
 PROTOCOLS = {

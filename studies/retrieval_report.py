@@ -23,7 +23,8 @@ from pathlib import Path
 from plugin_tools.cli import OneLineParser
 
 from .report_templates import render
-from .retrieval_study import SETTINGS, read_rows
+from .retrieval_study import SETTINGS
+from .runs import read_rows
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout: default --out and --doc
 BEGIN, END = "<!-- study:begin -->", "<!-- study:end -->"
