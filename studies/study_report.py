@@ -37,6 +37,7 @@ import tempfile
 from pathlib import Path
 
 from plugin_tools import plot_curves
+from plugin_tools.machine import cpu_name
 
 from . import run_archive, study_stats
 from .report_templates import render
@@ -106,14 +107,9 @@ def table(header, rows, align=None, text_cols=1):
 
 
 def machine():
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    """The provenance line of the machine the runs were made on (CPU as plugin_tools.machine
+    names it)."""
+    cpu = cpu_name()
     versions = []
     for mod in ("torch", "fairseq", "sacrebleu"):
         try:
