@@ -5,10 +5,12 @@
       "compositional_transformer_iwslt_de_en" "graph_transformer_iwslt_de_en --graph-half-dim"
 
 Counts unique parameters (shared layers count once), with source/target vocabularies of
---src-vocab / --tgt-vocab entries (default: IWSLT'14 De-En's 8848 / 6632). Prints a markdown table.
+--src-vocab / --tgt-vocab entries (default: IWSLT'14 De-En's 8848 / 6632). Prints a markdown table,
+or with --json one JSON object per architecture (what the LM study archives and its report reads).
 """
 
 import argparse
+import json
 import shlex
 import sys
 from types import SimpleNamespace
@@ -35,6 +37,11 @@ def build(arch_and_flags, src_vocab, tgt_vocab, lm):
     tgt = src if lm or src_vocab == tgt_vocab else dictionary(tgt_vocab)
     task = "language_modeling" if lm else "translation"
     parser = options.get_training_parser(default_task=task)
+
+    def one_line_error(message):  # not fairseq's 170-line usage
+        sys.exit(f"param-counts: error: {arch_and_flags.split()[0]}: {message}")
+
+    parser.error = one_line_error
     argv = ["/nonexistent", "--task", task, "--arch"] + shlex.split(arch_and_flags)
     args = options.parse_args_and_arch(parser, argv)
     return build_model(args, SimpleNamespace(source_dictionary=src, target_dictionary=tgt))
@@ -48,6 +55,11 @@ def main():
     p.add_argument(
         "--lm", action="store_true", help="language-model archs (task language_modeling)"
     )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="a JSON list of {arch_and_flags, parameters, encoder} instead of the table",
+    )
     args = p.parse_args()
     rows = []
     for spec in args.archs:
@@ -57,6 +69,10 @@ def main():
             sum(p.numel() for p in model.encoder.parameters()) if hasattr(model, "encoder") else 0
         )
         rows.append((spec, total, encoder))
+    if args.json:
+        keys = ("arch_and_flags", "parameters", "encoder")
+        print(json.dumps([dict(zip(keys, row)) for row in rows], indent=1))
+        return
     base = rows[0][1]
     print("| architecture | parameters | encoder | vs first |")
     print("|---|---|---|---|")

@@ -5,7 +5,7 @@ core: every run folder is locked while it runs).
   1. data: scripts/prepare-wikitext.sh 2 (word-level text), then a sentencepiece unigram model of
      --vocab pieces trained on the training split, every split encoded and binarized
      (OUT_DATA/bin), and the word count of every split (words + one end of line per line);
-  2. parameter counts of the systems (scripts/param-counts.py) into OUT/params.md;
+  2. parameter counts of the systems (scripts/param-counts.py) into OUT/params.json;
   3. the learning-rate sweep: every system at every --lrs value, seed 1, --sweep-updates updates;
      the lr with the lowest validation perplexity is the system's (study_stats.choose_lr);
   4. --seeds seeds per system at its lr, trained epoch by epoch under the stopping rule
@@ -39,7 +39,7 @@ Three systems, configs/lm/wikitext2-study-{{baseline,matched,compositional}}.sh:
 transformer_lm; the paper's matched baseline (compositional_transformer_lm_baseline: shared layers,
 multi-head attention, the compositional LM's width, depth and ffn); the compositional LM.
   1. data: prepare-wikitext.sh 2, then sentencepiece (--vocab pieces) on its training text;
-  2. parameter counts (scripts/param-counts.py) -> OUT/params.md;
+  2. parameter counts (scripts/param-counts.py) -> OUT/params.json;
   3. lr sweep: each system at each --lrs value, seed 1, --sweep-updates updates; the lowest
      validation perplexity chooses the system's lr (all reported); while a system's best lies
      at an edge of the grid, the grid of every system grows by the next value beyond that edge
@@ -425,8 +425,8 @@ def lr_sweep(prog, out, bin_dir, args, archive):
 
 def param_counts(out, vocab, train_args):
     """scripts/param-counts.py of every system's config and TRAIN_ARGS (the study's
-    --train-args) -> OUT/params.md."""
-    dest = out / "params.md"
+    --train-args) -> OUT/params.json."""
+    dest = out / "params.json"
     if dest.is_file():
         return
     specs = []
@@ -434,7 +434,8 @@ def param_counts(out, vocab, train_args):
         config = compare.source_config(config_path(system))
         specs.append(shlex.join([config["ARCH"], *config["TRAIN_ARGS"], *train_args]))
     # the dictionary's 4 specials next to the pieces
-    cmd = [sys.executable, "scripts/param-counts.py", "--lm", "--src-vocab", str(vocab + 4)]
+    cmd = [sys.executable, "scripts/param-counts.py", "--lm", "--json"]
+    cmd += ["--src-vocab", str(vocab + 4)]
     cmd += ["--tgt-vocab", str(vocab + 4), *specs]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -503,7 +504,7 @@ def main(argv, prog="study-lm", usage="scripts/experiment.py study-lm"):
     (out / "plan.json").write_text(json.dumps(plan, indent=1) + "\n")
     if args.archive:  # the archive alone regenerates the document (study-report.py archive)
         args.archive.mkdir(parents=True, exist_ok=True)
-        for name in ("plan.json", "params.md"):
+        for name in ("plan.json", "params.json"):
             text = run_archive.relative_paths((out / name).read_text(encoding="utf-8"))
             (args.archive / name).write_text(text, encoding="utf-8")
     with runs.FileLock(out / "report.lock"):

@@ -714,9 +714,9 @@ def restore_nmt(archive, out):
 
 def restore_lm(archive, out):
     """A study folder OUT as scripts/study-lm.sh leaves it, from the archive of its runs (with
-    the study's plan.json and params.md, which the study saves beside them)."""
+    the study's plan.json and params.json, which the study saves beside them)."""
     archive, out = Path(archive), Path(out)
-    for name in ("plan.json", "params.md"):
+    for name in ("plan.json", "params.json"):
         if not (archive / name).is_file():
             raise ReportError(f"{archive / name}: no such file (not an LM study archive)")
         out.mkdir(parents=True, exist_ok=True)
@@ -817,14 +817,17 @@ def widened_sweep(plan):
 
 
 def params_table(study):
-    """The systems' parameter counts against the first (stock) system's; params.md as it is
-    when its rows do not match the systems."""
-    n_params, archs, systems = study.param_counts, study.param_archs, study.systems
-    if not len(n_params) == len(archs) == len(systems):
-        return study.params_text.strip()
+    """The systems' parameter counts against the first (stock) system's."""
+    first = study.params[0].parameters
     rows = [
-        [s, f"`{c}`", f"`{a}`", f"{n:,}", f"{100 * (n - n_params[0]) / n_params[0]:+.1f}%"]
-        for s, c, a, n in zip(systems, study.plan["configs"], archs, n_params)
+        [
+            s,
+            f"`{c}`",
+            f"`{p.arch}`",
+            f"{p.parameters:,}",
+            f"{100 * (p.parameters - first) / first:+.1f}%",
+        ]
+        for s, c, p in zip(study.systems, study.plan["configs"], study.params)
     ]
     return table(["System", "Config", "Arch", "Parameters", "vs stock"], rows, text_cols=3)
 
@@ -843,8 +846,7 @@ def lm_study_setup(study):
             params_table=params_table(study),
         )
     ]
-    if len(study.param_counts) == len(study.systems):
-        lines.append(matched_gap(study))
+    lines.append(matched_gap(study))
     lines.append(lm_study_protocol(study))
     budget = scrub_history(config_comment(ROOT / plan["configs"][0], "# Budget"))
     return lines + [f"- Planned ({plan['configs'][0]}): {budget}" if budget else "", ""]
@@ -852,7 +854,7 @@ def lm_study_setup(study):
 
 def matched_gap(study):
     """The sentence on the parameter gap of the matched pair (compositional against matched)."""
-    n_params, systems = study.param_counts, study.systems
+    n_params, systems = [p.parameters for p in study.params], study.systems
     i_m, i_c = systems.index("matched"), systems.index("compositional")
     gap = 100 * (n_params[i_c] - n_params[i_m]) / n_params[i_m]
     verdict = (

@@ -1,6 +1,6 @@
 """The results model of the study reports (study_report.py): what a study's output folder holds
 (runs.tsv, each run's train.log, train.seconds, eval-*.txt, generate-*.txt, selection.txt, the
-LM study's plan.json, result.json files and params.md), read into dataclasses in one place. The
+LM study's plan.json, result.json files and params.json), read into dataclasses in one place. The
 report computes on these and never reads back a document it wrote."""
 
 import csv
@@ -249,20 +249,26 @@ def eval_result(path):
 
 @dataclass
 class ParamCount:
-    """A row of OUT/params.md: the architecture with its arguments and its parameter count."""
+    """A row of OUT/params.json: the architecture with its arguments and its parameter count."""
 
-    arch: str
-    params: int
+    arch_and_flags: str
+    parameters: int
+
+    @property
+    def arch(self):
+        return self.arch_and_flags.split()[0]
 
 
 def read_param_counts(path):
-    """OUT/params.md, the table scripts/param-counts.py printed for the study (an input the
-    study archives beside its runs; the report does not write it): its text, and its rows (the
-    first word of the architecture cell, the parameter count) where they read as such."""
-    text = read_text(path)
-    counts = [int(x.replace(",", "")) for x in re.findall(r"\| ([0-9,]+) \| 0 \|", text)]
-    archs = re.findall(r"^\| `(\S+)", text, re.M)
-    return text, counts, archs
+    """OUT/params.json, what ``scripts/param-counts.py --json`` printed for the study (an input
+    the study archives beside its runs; the report does not write it)."""
+    if not path.is_file():
+        raise ReportError(f"{path}: no such file (run scripts/study-lm.sh first)")
+    try:
+        rows = json.loads(path.read_text())
+        return [ParamCount(r["arch_and_flags"], int(r["parameters"])) for r in rows]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ReportError(f"{path}: not a parameter-count list ({e})") from None
 
 
 @dataclass
@@ -276,9 +282,7 @@ class LmStudy:
     sweep: dict  # system -> lr -> result.json
     results: dict  # system -> [result.json per seed]
     chosen: dict  # system -> (lr, at the edge of the grid)
-    params_text: str
-    param_counts: list
-    param_archs: list
+    params: list  # ParamCount per system, in the plan's order
 
     @property
     def systems(self):
@@ -317,5 +321,7 @@ def load_lm_study(out):
         s: study_stats.choose_lr({lr: r["valid_ppl"] for lr, r in sweep[s].items()})
         for s in systems
     }
-    text, counts, archs = read_param_counts(out / "params.md")
-    return LmStudy(out, plan, lrs, sweep, results, chosen, text, counts, archs)
+    params = read_param_counts(out / "params.json")
+    if len(params) != len(systems):
+        raise ReportError(f"{out / 'params.json'}: {len(params)} rows for {len(systems)} systems")
+    return LmStudy(out, plan, lrs, sweep, results, chosen, params)

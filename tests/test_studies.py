@@ -416,8 +416,10 @@ def test_lm_study_smoke_two_processes_share_the_runs(wikitext2_data, tmp_path):
     assert "## Learning-rate sweep" in text and "0.004 (**chosen**)" in text
     assert "Holm" in text and ("not distinguishable" in text or "better than" in text)
     assert "| compositional vs matched | test ppl/word |" in text
-    params = (out / "params.md").read_text()
-    assert params.count("| `") == 3 and "compositional_transformer_lm_baseline" in params
+    params = __import__("json").loads((out / "params.json").read_text())
+    assert len(params) == 3 and params[1]["arch_and_flags"].startswith(
+        "compositional_transformer_lm_baseline "
+    )
     assert (doc.parent / "results-lm-curves.png").read_bytes()[:4] == b"\x89PNG"
     result = __import__("json").loads((out / "matched" / "seed1" / "result.json").read_text())
     test = result["eval"]["test"]

@@ -6,7 +6,7 @@
 # dict.txt and fairseq's 4 specials): -1.0%, the retrieval projections; under the 5% at which
 # the study would add an equalising variant. Check:
 #   python scripts/param-counts.py --lm --src-vocab 8000 --tgt-vocab 8000 "ARCH ARGS" ...
-# (scripts/study-lm.sh writes these counts to OUT/params.md.)
+# (scripts/study-lm.sh writes these counts to OUT/params.json.)
 source "$(dirname "${BASH_SOURCE[0]}")/wikitext2-study-baseline.sh"
 NAME=wikitext2-study-matched
 ARCH=compositional_transformer_lm_baseline
