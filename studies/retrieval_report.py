@@ -28,6 +28,9 @@ from .runs import read_rows
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout: default --out and --doc
 BEGIN, END = "<!-- study:begin -->", "<!-- study:end -->"
+# the runs at the authors' protocol, archived as they finish (runs.csv, curves.csv, protocol.json)
+PAPER_BEGIN, PAPER_END = "<!-- study-paper:begin -->", "<!-- study-paper:end -->"
+PAPER_ARCHIVE = ROOT / "docs" / "study-runs" / "retrieval-paper"
 COMMITTED_DOC = ROOT / "docs" / "results-contextual-retrieval.md"
 EXAMPLES = 256  # evaluation examples per run of the specialisation measurement
 
@@ -69,7 +72,9 @@ def model_order(name):
     return (kind != "mha", int("".join(c for c in rest.split("r")[0] if c.isdigit())))
 
 
-def tables(runs):
+def tables(runs, prefix=""):
+    """The per-setting tables; PREFIX starts their headings (the paper block's are "Paper
+    protocol: ")."""
     groups = defaultdict(list)
     for r in runs:
         groups[r["mode"], r["setting"], r["model"], int(r["dim"])].append(r)
@@ -80,7 +85,7 @@ def tables(runs):
             if not cells:
                 continue
             title = "i.i.d." if mode == "iid" else "OoD, trained on 80% of the preference tuples"
-            lines += [f"### {setting}, {title}", ""]
+            lines += [f"### {prefix}{setting}, {title}", ""]
             head = "| model | d | params | seeds | i.i.d. L1 |"
             rule = "|---|---|---|---|---|"
             if mode == "ood":  # 'valid' is then the training tuples' distribution
@@ -394,11 +399,55 @@ def study_block(runs, curves, protocol, spec, png):
     if plot_curves(runs, curves, png):
         body += ["![learning curves](results-contextual-retrieval-curves.png)", ""]
     table, verdicts = comparisons(runs)
-    across = render("retrieval-across-seeds", table="\n".join(table), verdicts="\n".join(verdicts))
+    across = render(
+        "retrieval-across-seeds",
+        heading="Across seeds",
+        table="\n".join(table),
+        verdicts="\n".join(verdicts),
+    )
     return body + [across, ""] + specialisation_section(spec) + [END]
 
 
-def write_report(out, doc):
+def paper_block(archive, png):
+    """The runs at the authors' protocol (ARCHIVE: runs.csv, curves.csv, protocol.json), with
+    their own curves figure and their own paired tests (Holm over this block's comparisons)."""
+    runs = read_rows(archive / "runs.csv")
+    if not runs:
+        return [PAPER_BEGIN, "", "No run at the authors' protocol has finished yet.", "", PAPER_END]
+    protocol = json.loads((archive / "protocol.json").read_text())
+    rel = f"study-runs/{archive.name}"
+    text = render(
+        "retrieval-paper-runs",
+        n_runs=len(runs),
+        updates=f"{protocol['updates']:,}",
+        lr=protocol["lr"],
+        interval=f"{protocol['interval']:,}",
+        valid_batches=protocol["valid_batches"],
+        cpu_h=f"{sum(float(r['cpu_s']) for r in runs) / 3600:.1f}",
+        runs_link=f"[{rel}/runs.csv]({rel}/runs.csv)",
+        curves_link=f"[{rel}/curves.csv]({rel}/curves.csv)",
+    )
+    body = [PAPER_BEGIN, "", text, "", *tables(runs, prefix="Paper protocol: ")]
+    if plot_curves(runs, read_rows(archive / "curves.csv"), png):
+        body += [f"![learning curves at the authors' protocol]({png.name})", ""]
+    table, verdicts = comparisons(runs)
+    across = render(
+        "retrieval-across-seeds",
+        heading="Paper protocol: across seeds",
+        table="\n".join(table),
+        verdicts="\n".join(verdicts),
+    )
+    return body + [across, "", PAPER_END]
+
+
+def replace_block(text, begin, end, body, doc):
+    if begin not in text or end not in text:
+        sys.exit(f"study-retrieval-report.py: error: {doc}: no {begin} ... {end} marks")
+    before, rest = text.split(begin, 1)
+    return before + "\n".join(body) + rest.split(end, 1)[1]
+
+
+def write_report(out, doc, paper_archive=PAPER_ARCHIVE):
     out, doc = Path(out), Path(doc)
     sources = report_sources(out, doc)
     runs = read_rows(sources["runs.csv"])
@@ -410,11 +459,13 @@ def write_report(out, doc):
     png = side_file(doc, "curves.png")
     body = study_block(runs, curves, protocol, spec, png)
     text = doc.read_text() if doc.exists() else f"{BEGIN}\n{END}\n"
-    if BEGIN not in text or END not in text:
-        sys.exit(f"study-retrieval-report.py: error: {doc}: no {BEGIN} ... {END} marks")
-    before, rest = text.split(BEGIN, 1)
-    after = rest.split(END, 1)[1]
-    doc.write_text(before + "\n".join(body) + after)
+    text = replace_block(text, BEGIN, END, body, doc)
+    if PAPER_BEGIN in text:  # the paper block's figure beside the document too
+        paper_png = side_file(doc, "paper-curves.png")
+        text = replace_block(
+            text, PAPER_BEGIN, PAPER_END, paper_block(Path(paper_archive), paper_png), doc
+        )
+    doc.write_text(text)
     print(f"wrote {doc} and {png}")
 
 
@@ -422,5 +473,11 @@ def main(argv=None):
     p = OneLineParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=ROOT / "work" / "study-retrieval")  # if present
     p.add_argument("--doc", type=Path, default=ROOT / "docs" / "results-contextual-retrieval.md")
+    p.add_argument(
+        "--paper-archive",
+        type=Path,
+        default=PAPER_ARCHIVE,
+        help="the archived runs at the authors' protocol (runs.csv, curves.csv, protocol.json)",
+    )
     args = p.parse_args(argv)
-    write_report(args.out, args.doc)
+    write_report(args.out, args.doc, args.paper_archive)

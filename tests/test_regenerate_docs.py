@@ -92,6 +92,28 @@ def test_retrieval_results_change_with_a_number(tmp_path):
     assert "0.6839 ± 0.0982" in text  # the specialisation table follows its file
 
 
+def test_retrieval_paper_block_follows_its_archive(tmp_path):
+    archive = tmp_path / "retrieval-paper"
+    shutil.copytree(DOCS / "study-runs" / "retrieval-paper", archive)
+    rows = (archive / "runs.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    kept = [rows[0]] + [r for r in rows[1:] if "-comp-" not in r or "-s1," not in r]
+    (archive / "runs.csv").write_text("\n".join(kept) + "\n")  # compositional seed 1 gone
+    doc = tmp_path / "results-contextual-retrieval.md"
+    shutil.copyfile(DOCS / doc.name, doc)
+    retrieval_report.write_report(tmp_path / "no-study-folder", doc, archive)
+    text = doc.read_text()
+    block = text.split("<!-- study-paper:begin -->")[1].split("<!-- study-paper:end -->")[0]
+    comp = [r.split(",") for r in kept[1:] if "-comp-" in r]
+    l1 = [float(r[header.index("iid_l1")]) for r in comp]
+    assert f"| comp-s2r4 | 64 | 30,705 | {len(comp)} | {l1[0]:.4f} ± 0.0000 |" in block
+    assert "at 1 seeds" not in block  # one common seed: no test
+    assert (
+        text.split("<!-- study-paper:begin -->")[0]
+        == committed(doc.name).decode().split("<!-- study-paper:begin -->")[0]
+    )  # the rest of the document is untouched
+
+
 # ----------------------------------------------------------------------------- the studies
 
 
