@@ -1,5 +1,6 @@
 """Usage: scripts/compgen-grid-report.py [--budget short|paper] [--csv FILE] [--doc FILE|-]
            [--png FILE] [--runs DIR] [--tagging-runs DIR] [--categories FILE] [--variants-csv FILE]
+           [--notebook-csv FILE]
        (the same: scripts/experiment.py report compgen ...)
 
 `report compgen`: renders the compgen grid (scripts/compgen-grid.sh) in the layout of Ontañón et
@@ -23,7 +24,9 @@ accuracy (the paper's protocol) with the best-by-valid checkpoint's beside it an
 value in every cell, the COGS-tagging models against Table 5, the compositional rows against
 rel2-eb-c paired by seed (mean difference, 95% t-interval, paired t-test), per-category COGS
 accuracy (seq2seq and tagging) of the final checkpoints, kept in --categories (default
-docs/compgen-paper-cogs-categories.csv), and every run with its wall and CPU time.
+docs/compgen-paper-cogs-categories.csv), the notebook path's runs (--notebook-csv, default
+docs/compgen-paper-notebook.csv: scripts/compgen-grid.sh --path notebook) against ours on the
+same seeds with the paper's value, and every run with its wall and CPU time.
 The document holds no dates: the time each run finished stays in the CSV's `date` column.
 
 The tagging column follows the TAGGING table of the grid's plan (grid_plan.py): a row whose
@@ -815,6 +818,65 @@ def variants_table(rows, variant_rows):
     return markdown_table(head, table)
 
 
+def agrees_with_paper(values, paper):
+    """The paper's value inside the 95% t-interval of VALUES (across seeds) or within 0.05 of
+    their mean."""
+    mean, half = _t_interval(values)
+    return abs(mean - paper) <= 0.05 or (half is not None and abs(mean - paper) <= half)
+
+
+def notebook_table(rows, notebook_rows):
+    """Each (row, column) of the notebook path's runs against our path's runs of the same seeds,
+    with the paper's value and whether the notebook path agrees with it."""
+    if not notebook_rows:
+        return "No notebook-path run recorded yet (scripts/compgen-grid.sh --path notebook).\n"
+    ours, notebook = _by_cell(rows), _by_cell(notebook_rows)
+    table = []
+    for (preset, task), runs in sorted(notebook.items(), key=lambda kv: _cell_order(*kv[0])):
+        base = ours.get((preset, task), {})
+        seeds = sorted(set(runs) & set(base), key=int)
+        values = [runs[s]["accuracy"] for s in sorted(runs, key=int)]
+        d = [runs[s]["accuracy"] - base[s]["accuracy"] for s in seeds]
+        delta = "–"
+        if d:
+            mean, half = _t_interval(d)
+            delta = f"{mean:+.3f}" + (
+                "" if half is None else f" [{mean - half:+.3f}, {mean + half:+.3f}]"
+            )
+        pv = paper_value(preset, task)
+        agrees = "–" if pv is None else ("yes" if agrees_with_paper(values, pv) else "no")
+        table.append(
+            [
+                f"`{preset}`",
+                dict(PAPER_BUDGET_LABELS).get(task, task),
+                _ms_text(_mean_std(values)),
+                _ms_text(_mean_std([base[s]["accuracy"] for s in seeds])),
+                delta,
+                "–" if pv is None else f"{pv:.3f}",
+                agrees,
+                ", ".join(f"{v:.3f}" for v in values),
+            ]
+        )
+    head = [
+        "row",
+        "column",
+        "notebook path (final)",
+        "ours, same seeds",
+        "Δ notebook − ours (95% t-interval)",
+    ]
+    head += ["paper", "agrees with the paper", "seeds (final)"]
+    return markdown_table(head, table)
+
+
+def _cell_order(preset, task):
+    presets = [p for p, _ in PAPER_BUDGET_ROWS]
+    tasks = [t for t, _, _ in PAPER_BUDGET_COLUMNS]
+    return (
+        presets.index(preset) if preset in presets else len(presets),
+        tasks.index(task) if task in tasks else len(tasks),
+    )
+
+
 def paper_category_table(cat_rows, task):
     """Per-category COGS accuracy of the final checkpoints (tagging: the official metric), mean
     over seeds, one column per row (preset) in the order of the paper-budget tables."""
@@ -916,7 +978,7 @@ def paper_plan_total():
     return grid_plan.plan_total("paper")
 
 
-def paper_generated(rows, cat_rows, variant_rows=()):
+def paper_generated(rows, cat_rows, variant_rows=(), notebook_rows=()):
     """The paper-budget block of the document (templates/compgen-paper.md, filled in)."""
     cpu = recorded(rows, "cpu_seconds")
     wall = sum(recorded(rows, "wall_seconds"))
@@ -935,6 +997,7 @@ def paper_generated(rows, cat_rows, variant_rows=()):
         tagging_table=paper_tagging_table(rows),
         paired_comparison=paired_comparison(rows),
         variants_table=variants_table(rows, variant_rows),
+        notebook_table=notebook_table(rows, notebook_rows),
         seq2seq_categories=paper_category_table(cat_rows, "cogs"),
         tagging_categories=paper_category_table(cat_rows, TAGGING),
         wall_table=paper_wall_table(rows),
@@ -976,6 +1039,11 @@ def main(argv=None, prog=None, usage=None):
         default=str(ROOT / "docs" / "compgen-paper-variants.csv"),
         help="paper budget: the one-factor variants of its rows (scripts/paper-variants.sh)",
     )
+    ap.add_argument(
+        "--notebook-csv",
+        default=str(ROOT / "docs" / "compgen-paper-notebook.csv"),
+        help="paper budget: the notebook path's runs (scripts/compgen-grid.sh --path notebook)",
+    )
     args = ap.parse_args(argv)
     name = {
         "short": ("compgen-grid", "compgen-results"),
@@ -993,7 +1061,7 @@ def main(argv=None, prog=None, usage=None):
         variant_rows = read_csv(args.variants_csv)
         all_rows = list(rows) + list(variant_rows)
         cat_rows = sync_categories(all_rows, runs_dir, args.categories, tagging_runs, final=True)
-        block = paper_generated(rows, cat_rows, variant_rows)
+        block = paper_generated(rows, cat_rows, variant_rows, read_csv(args.notebook_csv))
         markers = (PAPER_BEGIN, PAPER_END)
         draw = partial(paper_chart, all_rows)
     else:

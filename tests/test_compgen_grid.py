@@ -588,3 +588,30 @@ def test_scan_addjump_test_set_comes_from_the_corpus_the_lookup_finds(tmp_path, 
     derived = tmp_path / "out" / "raw" / "scan-addjump" / "add_prim_split"
     assert (derived / "tasks_test_addprim_jump.txt").read_text().splitlines() == test
     assert (derived / "tasks_train_addprim_jump.txt").read_text().splitlines() == train
+
+
+def _run_row(preset, task, seed, accuracy):
+    return {"preset": preset, "task": task, "seed": str(seed), "accuracy": accuracy}
+
+
+def test_notebook_table_pairs_by_seed_and_reads_the_paper_rule():
+    ours = [_run_row("compgen_rel2_eb_c", "reverse", s, a) for s, a in [(1, 0.8), (2, 0.9)]]
+    ours += [_run_row("compgen_rel2_eb_c", "dup", s, 0.95) for s in (1, 2, 3)]
+    notebook = [_run_row("compgen_rel2_eb_c", "reverse", s, a) for s, a in [(1, 0.5), (2, 0.6)]]
+    notebook += [_run_row("compgen_rel2_eb_c", "dup", s, a) for s, a in [(1, 0.9), (3, 0.92)]]
+    lines = grid_report.notebook_table(ours, notebook).splitlines()
+    reverse = next(x for x in lines if "| Reverse |" in x)
+    dup = next(x for x in lines if "| Dup |" in x)
+    # Reverse: notebook 0.55 against ours 0.85 on seeds 1-2, paper 0.540 within 0.05 of 0.55
+    assert "| 0.550 ± 0.071 (2) | 0.850 ± 0.071 (2) | -0.300 |" in reverse
+    assert "| 0.540 | yes | 0.500, 0.600 |" in reverse
+    # Dup: seeds 1 and 3 only; paper 0.283 far outside a narrow interval around 0.91
+    assert "| 0.910 ± 0.014 (2) | 0.950 ± 0.000 (2) | -0.040 [" in dup and "| 0.283 | no |" in dup
+    assert lines.index(reverse) < lines.index(dup)  # the paper budget's column order
+    assert "No notebook-path run" in grid_report.notebook_table(ours, [])
+
+
+def test_agrees_with_paper_inside_the_interval_or_near_the_mean():
+    assert grid_report.agrees_with_paper([0.30, 0.70], 0.9)  # wide interval holds it
+    assert not grid_report.agrees_with_paper([0.30, 0.31, 0.29], 0.5)
+    assert grid_report.agrees_with_paper([0.46, 0.46], 0.5)  # no spread, within 0.05
