@@ -111,7 +111,7 @@ def attention_call(module):
     return call
 
 
-def build_stock_mha():
+def build_stock_mha(shape):
     from fairseq.modules import MultiheadAttention
 
     m = MultiheadAttention(D, H, self_attention=True)
@@ -121,7 +121,7 @@ def build_stock_mha():
 def build_comp(scoring):
     from fairseq_plugins.modules.compositional_attention import CompositionalAttention
 
-    def build():
+    def build(shape):
         m = CompositionalAttention(
             D, S, R, retrieval_qk_dim=DS, scoring=scoring, self_attention=True
         )
@@ -131,7 +131,7 @@ def build_comp(scoring):
 
 
 def build_official(dot):
-    def build():
+    def build(shape):
         m = OfficialCompositionalAttention(D, S, R, DS, dot=dot)
 
         def call(inputs, kpm, am):
@@ -146,10 +146,80 @@ def build_rel(mode):
     from fairseq_plugins.modules.relative_positions import build_relative_positions
     from fairseq_plugins.modules.sdpa_multihead_attention import SDPAMultiheadAttention
 
-    def build():
+    def build(shape):
         rel = build_relative_positions(mode, 16, D // H, H)
         m = SDPAMultiheadAttention(D, H, self_attention=True, relative_positions=rel)
         return m, attention_call(m), 1
+
+    return build
+
+
+def build_scheme(scheme):
+    """Our attention with a position scheme of modules/position_schemes.py (ALiBi, T5, RoPE):
+    bidirectional on the NMT shape (an encoder), causal on the LM shape (a decoder)."""
+    from fairseq_plugins.modules.position_schemes import build_position_scheme
+    from fairseq_plugins.modules.sdpa_multihead_attention import SDPAMultiheadAttention
+    from fairseq_plugins.variant_config import PositionPlan
+
+    def build(shape):
+        plan = PositionPlan(scheme=scheme, causal=shape["mask"] == "causal")
+        rel = build_position_scheme(plan, D // H, H)
+        m = SDPAMultiheadAttention(D, H, self_attention=True, relative_positions=rel)
+        return m, attention_call(m), 1
+
+    return build
+
+
+def x_transformers_version():
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("x-transformers")
+    except PackageNotFoundError:
+        return None
+
+
+X_VERSION = x_transformers_version()
+
+
+def x_transformers():
+    """x-transformers (a test-only requirement, requirements-test.txt), or None."""
+    try:
+        from x_transformers import x_transformers as xt
+    except ImportError:
+        return None
+    return xt
+
+
+def build_x_transformers(scheme):
+    """x-transformers' Attention with its own implementation of the scheme, as its
+    AttentionLayers would call it (ALiBi and T5 as `rel_pos`, RoPE as `rotary_pos_emb` over the
+    whole head, CoPE inside the attention): the reference of our scheme. Batch-first inside."""
+
+    def build(shape):
+        xt = x_transformers()
+        causal = shape["mask"] == "causal"
+        attention = xt.Attention(
+            D, heads=H, dim_head=D // H, causal=causal, use_cope=scheme == "cope"
+        )
+        position = {
+            "alibi": lambda: xt.AlibiPositionalBias(heads=H, total_heads=H),
+            "t5": lambda: xt.RelativePositionBias(scale=(D // H) ** 0.5, causal=causal, heads=H),
+            "rope": lambda: xt.RotaryEmbedding(D // H),
+            "cope": lambda: None,
+        }[scheme]()
+        modules = nn.ModuleList([attention] + ([position] if position is not None else []))
+
+        def call(inputs, kpm, am):
+            x = inputs[0].transpose(0, 1)
+            kwargs = {"mask": None if kpm is None else ~kpm}
+            if scheme in ("alibi", "t5"):
+                kwargs["rel_pos"] = position
+            elif scheme == "rope":
+                kwargs["rotary_pos_emb"] = position(torch.arange(x.size(1), device=x.device))
+            return attention(x, **kwargs).transpose(0, 1)
+
+        return modules, call, 1
 
     return build
 
@@ -163,7 +233,7 @@ def layer_cfg():
     return cfg
 
 
-def build_stock_layer():
+def build_stock_layer(shape):
     from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 
     layer = TransformerEncoderLayerBase(layer_cfg())
@@ -178,7 +248,7 @@ def build_graph(fusion, half):
     from fairseq_plugins.modules.graph_encoder import GraphEncoderLayer
     from fairseq_plugins.variant_config import VariantConfig, build_plan
 
-    def build():
+    def build(shape):
         plan = build_plan(
             VariantConfig(graph_encoder=True, graph_fusion=fusion, graph_half_dim=half)
         )
@@ -204,6 +274,12 @@ VARIANTS = {
     "rel-e": ("attention", build_rel("e")),
     "rel-b": ("attention", build_rel("b")),
     "rel-eb": ("attention", build_rel("eb")),
+    "alibi": ("attention", build_scheme("alibi")),
+    "x-transformers alibi": ("attention", build_x_transformers("alibi")),
+    "t5": ("attention", build_scheme("t5")),
+    "x-transformers t5": ("attention", build_x_transformers("t5")),
+    "rope": ("attention", build_scheme("rope")),
+    "x-transformers rope": ("attention", build_x_transformers("rope")),
     "stock TransformerEncoderLayer": ("layer", build_stock_layer),
 }
 for _fusion in ("sum", "weight-gate", "self-gate"):
@@ -213,7 +289,11 @@ for _fusion in ("sum", "weight-gate", "self-gate"):
             build_graph(_fusion, _half),
         )
 STOCK = {"attention": "stock MultiheadAttention", "layer": "stock TransformerEncoderLayer"}
+# each variant's reference implementation: the official formulation for compositional attention,
+# x-transformers for a position scheme it has (skipped where it is not installed)
 REFERENCE = {"compositional dot": "official port dot", "compositional mlp": "official port mlp"}
+REFERENCE.update({s: f"x-transformers {s}" for s in ("alibi", "t5", "rope")})
+CAUSAL_ONLY = set()  # methods defined for causal attention only: the LM shape alone
 
 
 def make_masks(shape, device):
@@ -233,7 +313,7 @@ class Case:
         self.name = name
         self.group, builder = VARIANTS[name]
         torch.manual_seed(0)
-        module, self.call, n_inputs = builder()
+        module, self.call, n_inputs = builder(shape)
         module.to(device).train()
         self.module_params = list(module.parameters())
         self.inputs = [
@@ -270,6 +350,8 @@ def run_shape(shape_name, names, args, device):
     import time
 
     shape = SHAPES[shape_name]
+    if shape["mask"] != "causal":
+        names = [n for n in names if n not in CAUSAL_ONLY]
     cases = [Case(n, shape, device) for n in names]
     for case in cases:
         for _ in range(args.warmup):
@@ -297,7 +379,7 @@ def run_shape(shape_name, names, args, device):
             row["speed_vs_stock"] = summary(ratios)
         ref = REFERENCE.get(case.name)
         if ref in times:
-            row["speedup_vs_official_port"] = summary(
+            row["speedup_vs_reference"] = summary(
                 [a / b for a, b in zip(times[ref], times[case.name])]
             )
         row["saved_for_backward_bytes"] = case.saved_bytes()
@@ -306,7 +388,7 @@ def run_shape(shape_name, names, args, device):
         for name, peak in peak_memory(shape_name, names, device).items():
             rows[name]["peak_bytes"] = peak
     for name, row in rows.items():
-        for key, other in (("stock", row["stock"]), ("official", REFERENCE.get(name))):
+        for key, other in (("stock", row["stock"]), ("reference", REFERENCE.get(name))):
             if other in rows:
                 for metric in ("peak_bytes", "saved_for_backward_bytes"):
                     if metric in row and rows[other].get(metric):
@@ -361,7 +443,11 @@ def markdown(results, info):
         f"{info['warmup']} warm-up steps; git {info['machine']['git']}.",
         f"d={D}, heads={H}, S=R={S}, d_s={DS}, layer ffn={FFN}, dropout 0. Time: median (IQR) ms. "
         "Speed: per-round paired stock_time / variant_time, median (IQR); > 1 is faster than "
-        "stock. Memory: peak above the start of the step, and activations saved for backward.",
+        "stock. vs reference: the same ratio against the variant's reference implementation "
+        "(compositional: the official formulation; a position scheme: x-transformers' "
+        f"{'version ' + X_VERSION if X_VERSION else '(not installed: no such rows)'}), "
+        "> 1 is faster than the reference. Memory: peak above the start of the step, and "
+        "activations saved for backward.",
         "",
     ]
     for shape_name, rows in results.items():
@@ -369,7 +455,7 @@ def markdown(results, info):
         lines += [
             f"## {shape_name.upper()}: T={shape['T']}, B={shape['B']}, {shape['mask']} mask",
             "",
-            "| variant | time ms | speed vs stock | vs official port | peak MiB | peak vs stock "
+            "| variant | time ms | speed vs stock | vs reference | peak MiB | peak vs stock "
             "| saved MiB | saved vs stock |",
             "|---|---|---|---|---|---|---|---|",
         ]
@@ -377,10 +463,10 @@ def markdown(results, info):
             t = row["time_ms"]
             speed = fmt_ratio(row["speed_vs_stock"]) if "speed_vs_stock" in row else ""
             off = ""
-            if "speedup_vs_official_port" in row:
-                off = fmt_ratio(row["speedup_vs_official_port"])
-                if "peak_vs_official" in row:
-                    off += f", mem {row['peak_vs_official']:.2f}x"
+            if "speedup_vs_reference" in row:
+                off = fmt_ratio(row["speedup_vs_reference"])
+                if "peak_vs_reference" in row:
+                    off += f", mem {row['peak_vs_reference']:.2f}x"
             peak = f"{row['peak_bytes'] / 2**20:.1f}" if "peak_bytes" in row else ""
             peak_r = f"{row['peak_vs_stock']:.2f}x" if "peak_vs_stock" in row else ""
             saved = f"{row['saved_for_backward_bytes'] / 2**20:.1f}"
@@ -434,7 +520,7 @@ def main():
         args.memory = False
     args.repeats = args.repeats or (3 if args.quick else 20)
     args.warmup = args.warmup or (1 if args.quick else 3)
-    names = list(VARIANTS)
+    names = [n for n in VARIANTS if x_transformers() or not n.startswith("x-transformers")]
     if args.variants:
         keep = args.variants.split(",")
         names = [n for n in names if n in STOCK.values() or any(k in n for k in keep)]

@@ -36,10 +36,14 @@ def test_benchmark_runs_every_case(benchmark, tmp_path):
     payload = json.loads((tmp_path / "smoke.json").read_text())
     assert (tmp_path / "smoke.md").read_text().startswith("#")
     results = payload["results"]
-    if benchmark == "attention":  # every family: stock, compositional, relative, graph layers
+    if benchmark == "attention":  # every family: stock, compositional, positions, graph layers
         results = results["nmt"]
-        for family in ("stock ", "compositional ", "rel-", "graph "):
+        # x-transformers is a pinned test requirement: the schemes' reference rows are there
+        families = ("stock ", "compositional ", "rel-", "alibi", "t5", "rope", "x-transformers ")
+        for family in families + ("graph ",):
             assert any(name.startswith(family) for name in results), (family, sorted(results))
+        for scheme in ("alibi", "t5", "rope"):
+            assert results[scheme]["speedup_vs_reference"]["median"] > 0, scheme
     assert results, payload
     values = list(medians(results))
     assert values and all(math.isfinite(v) and v > 0 for v in values), values
