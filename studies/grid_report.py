@@ -1044,17 +1044,7 @@ def main(argv=None, prog=None, usage=None):
         default=str(ROOT / "docs" / "compgen-paper-notebook.csv"),
         help="paper budget: the notebook path's runs (scripts/compgen-grid.sh --path notebook)",
     )
-    args = ap.parse_args(argv)
-    name = {
-        "short": ("compgen-grid", "compgen-results"),
-        "paper": ("compgen-paper", "compgen-paper"),
-    }
-    grid, png = name[args.budget]
-    args.csv = args.csv or str(ROOT / "docs" / f"{grid}.csv")
-    args.png = args.png if args.png is not None else str(ROOT / "docs" / f"{png}.png")
-    args.runs = args.runs or str(ROOT / "work" / grid / "runs")
-    args.tagging_runs = args.tagging_runs or str(ROOT / "work" / grid / "cogs-tagging" / "runs")
-    args.categories = args.categories or str(ROOT / "docs" / f"{grid}-cogs-categories.csv")
+    args = with_budget_defaults(ap.parse_args(argv))
     rows = read_csv(args.csv)
     runs_dir, tagging_runs = existing_dir(args.runs), existing_dir(args.tagging_runs)
     if args.budget == "paper":
@@ -1076,6 +1066,19 @@ def main(argv=None, prog=None, usage=None):
         write_block(args.doc, *markers, block)
     if args.png:
         draw(args.png)
+
+
+def with_budget_defaults(args):
+    """ARGS with the budget's default files and folders where none was given."""
+    grid, png = {"short": ("compgen-grid", "compgen-results"), "paper": ("compgen-paper",) * 2}[
+        args.budget
+    ]
+    args.csv = args.csv or str(ROOT / "docs" / f"{grid}.csv")
+    args.png = args.png if args.png is not None else str(ROOT / "docs" / f"{png}.png")
+    args.runs = args.runs or str(ROOT / "work" / grid / "runs")
+    args.tagging_runs = args.tagging_runs or str(ROOT / "work" / grid / "cogs-tagging" / "runs")
+    args.categories = args.categories or str(ROOT / "docs" / f"{grid}-cogs-categories.csv")
+    return args
 
 
 def existing_dir(path):

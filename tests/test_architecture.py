@@ -188,3 +188,14 @@ def test_the_option_schema_imports_no_module_and_owns_its_vocabulary():
         plugin = [m for m in imported if "modules" in m or "models" in m or m == "torch"]
         assert plugin == [], f"{name} imports {plugin}"
     assert set(ATTENTION_FACTORIES) == set(ENCODER_ATTENTION_TYPES)
+
+
+def test_no_report_function_is_over_60_lines():
+    """Reports are data plus templates (studies/templates): a function that assembles a report
+    stays short; prose goes into a template."""
+    long = []
+    for path in sorted((ROOT / "studies").glob("*report*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and node.end_lineno - node.lineno >= 60:
+                long.append(f"{path.name}:{node.name} ({node.end_lineno - node.lineno + 1})")
+    assert not long, long
