@@ -118,7 +118,8 @@ class VariantConfig(FairseqDataclass):
         "none",
         "positions in self-attention: e (embeddings), b (bias), eb (Ontanon et al.), "
         "alibi (linear distance penalty, the paper's slopes), t5 (bucketed learned bias), "
-        "rope (rotary q/k), nope (no positions at all); none: absolute embeddings only",
+        "rope (rotary q/k), nope (no positions at all), fire (a learned MLP of normalised "
+        "distances, Li et al. 2024); none: absolute embeddings only",
     )
     encoder_rel_pos: Optional[str] = role_option("--rel-pos", "the encoder self-attention's")
     decoder_rel_pos: Optional[str] = role_option(
@@ -131,6 +132,9 @@ class VariantConfig(FairseqDataclass):
         128, "--rel-pos t5: distance from which all share the last bucket (T5: 128)"
     )
     rope_base: float = option(10000.0, "--rel-pos rope: the base of the angles (RoFormer: 10000)")
+    fire_mlp_hidden: int = option(
+        32, "--rel-pos fire: hidden ReLU units of the MLP of every attention (FIRE: 32)"
+    )
     rel_pos_radius: int = option(16, "relative position clip radius k")
     rel_pos_cross: bool = option(False, "rel2: relative positions in encoder-decoder attention too")
     rel_pos_bias_per_head: bool = option(False, "rel-b: one bias table per head instead of shared")
@@ -214,7 +218,11 @@ class VariantConfig(FairseqDataclass):
                 "--realformer is not available with --graph-encoder (its layers attend three ways)"
             )
         if self.rel_pos_cross and self.rel_pos in ("none", "nope"):
-            raise PluginConfigError("--rel-pos-cross needs --rel-pos e, b, eb, alibi, t5 or rope")
+            raise PluginConfigError(
+                "--rel-pos-cross needs --rel-pos e, b, eb, alibi, t5, rope or fire"
+            )
+        if self.fire_mlp_hidden < 1:
+            raise PluginConfigError(f"--fire-mlp-hidden must be >= 1 (got {self.fire_mlp_hidden})")
         if not 0 <= self.copy_gate_drop < 1:
             raise PluginConfigError(
                 f"--copy-gate-drop must be in [0, 1) (got {self.copy_gate_drop})"
@@ -226,6 +234,11 @@ class VariantConfig(FairseqDataclass):
             raise PluginConfigError(
                 "--encoder-attention-type geometric is not available with --graph-encoder or "
                 "--realformer (it has no softmax logits to carry)"
+            )
+        if geometric and self.rel_pos_for("encoder") == "fire":
+            raise PluginConfigError(
+                "--encoder-rel-pos fire is not available with --encoder-attention-type geometric "
+                "(its positions are not counted from the first real token)"
             )
         if self.geometric_attention_unnormalized and not geometric:
             raise PluginConfigError(
@@ -308,6 +321,7 @@ class PositionPlan:
     t5_num_buckets: int = 32
     t5_max_distance: int = 128
     rope_base: float = 10000.0
+    fire_mlp_hidden: int = 32
 
 
 @dataclass(frozen=True)
@@ -450,6 +464,7 @@ def position_plan(options, scheme, causal=False):
         options.t5_num_buckets,
         options.t5_max_distance,
         options.rope_base,
+        options.fire_mlp_hidden,
     )
 
 

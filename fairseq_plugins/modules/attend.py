@@ -160,11 +160,13 @@ def apply_weights(weights, v):
 
 
 def relative_bias_needs_grad(rel, q):
+    """Whether the position bias needs a gradient: through q (rel-e's ``q E^T``) or to any of
+    the scheme's parameters (tables, FIRE's MLP)."""
     if rel is None:
         return False
-    if rel.embeddings is not None and (q.requires_grad or rel.embeddings.requires_grad):
+    if rel.embeddings is not None and q.requires_grad:
         return True
-    return rel.bias is not None and rel.bias.requires_grad
+    return any(p.requires_grad for p in rel.parameters())
 
 
 def long_self_attention_rows(rel, labels, src_len, cross):

@@ -252,11 +252,17 @@ class BiasedAttention(nn.Module):
 
     def _relative_positions(self, saved, key_padding_mask, tgt_len, src_len, device):
         """(query positions, key positions) for the relative-position module: (Tq,), (Tk,) in
-        self-attention; (1, Tq) or (B, Tq) and (B or 1, Tk) in rel2 cross-attention."""
+        self-attention ((B, Tq), (B, Tk) for FIRE with a key padding mask); (1, Tq) or (B, Tq)
+        and (B or 1, Tk) in rel2 cross-attention."""
         if not self.encoder_decoder_attention:
             # Self-attention: queries are the last tgt_len of the src_len positions (incremental
             # decoding appends to the cache). Differences are shift-invariant, so left padding of
-            # the source does not change them.
+            # the source does not change them; a scheme that reads the query's own position
+            # (FIRE) counts them per sentence from the first real token instead, (B, Tk).
+            if key_padding_mask is not None and self.relative_positions.absolute_queries:
+                leading_padding = key_padding_mask.bool().long().cumprod(dim=1).sum(dim=1)
+                keys = torch.arange(src_len, device=device) - leading_padding.unsqueeze(1)
+                return keys[:, src_len - tgt_len :], keys
             keys = torch.arange(src_len, device=device)
             return keys[src_len - tgt_len :], keys
         # rel2: decoder step i against encoder token j, both counted from the first real token,

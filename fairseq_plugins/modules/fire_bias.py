@@ -34,6 +34,7 @@ class FireBias(nn.Module):
     banded = False  # labels are not clipped to a radius: no band path
     embeddings = None  # no q-dependent term
     bias = None  # no table (the MLP's parameters need a gradient all the same)
+    absolute_queries = True  # the normaliser reads the query's position i: count from real tokens
 
     def __init__(self, num_heads, mlp_hidden=32, init_c=0.1, init_threshold=512.0, eps=1e-6):
         super().__init__()

@@ -1,13 +1,15 @@
 """Every value of ``--rel-pos`` in one registry, ``POSITION_SCHEMES`` (the seed papers' rel-e/b/eb
-label tables are ``relative_positions.py``'s), and the schemes beyond the seed papers
-(docs/method.md §5): ALiBi, the T5 bucketed relative bias, rotary embeddings (RoPE) and no
-positions at all (NoPE).
+label tables are ``relative_positions.py``'s, FIRE's ``fire_bias.py``'s), and the schemes beyond
+the seed papers (docs/method.md §5): ALiBi, the T5 bucketed relative bias, rotary embeddings
+(RoPE), no positions at all (NoPE) and FIRE's learned function of normalised distances.
 
 Every scheme sees the positions that ``BiasedAttention`` gives the seed papers' relative positions:
 in self-attention, keys ``0 .. Tk-1`` and queries the last ``Tq`` of them (incremental decoding
 appends to the key cache); with ``--rel-pos-cross`` (rel2), decoder step ``i`` against encoder token
 ``j`` counted from the first non-padding token. Only differences ``i - j`` matter, so left padding
-changes nothing.
+changes nothing. FIRE alone also reads the query's own position (``absolute_queries``): where a
+key padding mask is given, self-attention counts its positions from each sentence's first real
+token instead (``BiasedAttention._relative_positions``).
 
 - **ALiBi** (Press et al. 2022): ``logits_hij += -m_h |i - j|``, no parameters. Slopes, for H heads
   a power of two, ``m_h = 2^(-8h/H)``, h = 1..H (8 heads: 1/2, 1/4, ..., 1/256); otherwise the
@@ -41,6 +43,7 @@ import torch.nn as nn
 
 from fairseq_plugins.option_choices import ALL_REL_POS_MODES, ChoiceRegistry
 
+from .fire_bias import FireBias
 from .relative_positions import build_relative_positions
 
 # Every scheme of --rel-pos in one place: name -> builder(plan, head_dim, num_heads) of the
@@ -90,6 +93,7 @@ class _BiasScheme(nn.Module):
     rotates = False  # q and k unchanged
     banded = False  # not the diagonal band path of RelativePositionBias (labels are not clipped)
     embeddings = None  # no q-dependent term: the bias needs no gradient through q
+    absolute_queries = False  # depends on i - j only
 
 
 @POSITION_SCHEMES.register("alibi")
@@ -180,6 +184,7 @@ class RotaryPositions(nn.Module):
     banded = False
     embeddings = None
     bias = None
+    absolute_queries = False
 
     def __init__(self, head_dim, base=10000.0):
         super().__init__()
@@ -206,6 +211,12 @@ class RotaryPositions(nn.Module):
 
     def rotate_query_key(self, q, k, query_positions, key_positions):
         return self.rotate(q, query_positions), self.rotate(k, key_positions)
+
+
+@POSITION_SCHEMES.register("fire")
+def _fire(plan, head_dim, num_heads):
+    """FIRE (fire_bias.py): one MLP per attention, as the T5 tables (tied by layer sharing)."""
+    return FireBias(num_heads, mlp_hidden=plan.fire_mlp_hidden)
 
 
 POSITION_SCHEMES.check_complete()

@@ -32,6 +32,7 @@ class RelativePositionBias(nn.Module):
     # rotation of q and k; labels clipped to the radius, so the diagonal band paths apply.
     rotates = False
     banded = True
+    absolute_queries = False  # labels depend on i - j only
 
     def __init__(self, mode, radius, head_dim, num_heads, bias_per_head=False):
         super().__init__()
