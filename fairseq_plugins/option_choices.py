@@ -18,7 +18,8 @@ RETRIEVAL_SCORINGS = ("dot", "mlp", "learned-key", "learned-key-mlp")
 # --rel-pos (and --encoder-rel-pos, --decoder-rel-pos): the seed papers' relative positions, then
 # the position schemes of the length-generalisation literature (docs/method.md §5).
 REL_POS_MODES = ("none", "e", "b", "eb")
-POSITION_SCHEMES = ("alibi", "t5", "rope", "nope", "fire")
+# cope: decoder self-attention only (variant_config.py refuses it elsewhere).
+POSITION_SCHEMES = ("alibi", "t5", "rope", "nope", "fire", "cope")
 ALL_REL_POS_MODES = REL_POS_MODES + POSITION_SCHEMES
 
 COPY_PROJECTIONS = ("none", "full", "low-rank")  # --copy-projection

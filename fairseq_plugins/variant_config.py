@@ -119,7 +119,8 @@ class VariantConfig(FairseqDataclass):
         "positions in self-attention: e (embeddings), b (bias), eb (Ontanon et al.), "
         "alibi (linear distance penalty, the paper's slopes), t5 (bucketed learned bias), "
         "rope (rotary q/k), nope (no positions at all), fire (a learned MLP of normalised "
-        "distances, Li et al. 2024); none: absolute embeddings only",
+        "distances, Li et al. 2024), cope (contextual positions, Golovneva et al. 2024: "
+        "decoder self-attention only, --decoder-rel-pos cope); none: absolute embeddings only",
     )
     encoder_rel_pos: Optional[str] = role_option("--rel-pos", "the encoder self-attention's")
     decoder_rel_pos: Optional[str] = role_option(
@@ -134,6 +135,11 @@ class VariantConfig(FairseqDataclass):
     rope_base: float = option(10000.0, "--rel-pos rope: the base of the angles (RoFormer: 10000)")
     fire_mlp_hidden: int = option(
         32, "--rel-pos fire: hidden ReLU units of the MLP of every attention (FIRE: 32)"
+    )
+    cope_max_pos: int = option(
+        16,
+        "--decoder-rel-pos cope: positions of the table (counts beyond are clamped to "
+        "the last; x-transformers' default 16)",
     )
     rel_pos_radius: int = option(16, "relative position clip radius k")
     rel_pos_cross: bool = option(False, "rel2: relative positions in encoder-decoder attention too")
@@ -223,6 +229,7 @@ class VariantConfig(FairseqDataclass):
             )
         if self.fire_mlp_hidden < 1:
             raise PluginConfigError(f"--fire-mlp-hidden must be >= 1 (got {self.fire_mlp_hidden})")
+        self.check_contextual_positions()
         if not 0 <= self.copy_gate_drop < 1:
             raise PluginConfigError(
                 f"--copy-gate-drop must be in [0, 1) (got {self.copy_gate_drop})"
@@ -255,6 +262,27 @@ class VariantConfig(FairseqDataclass):
                 raise PluginConfigError(
                     f"--copy-projection-dim must be >= 1 (got {self.copy_projection_dim})"
                 )
+
+    def check_contextual_positions(self):
+        """CoPE is defined for causal self-attention (its position sums run to the query through
+        the causal mask): the decoder's, of multi-head attention, only."""
+        for flag, value in (
+            ("--rel-pos", self.rel_pos),
+            ("--encoder-rel-pos", self.encoder_rel_pos),
+        ):
+            if value == "cope":
+                raise PluginConfigError(
+                    f"{flag} cope: CoPE applies to decoder self-attention only "
+                    "(use --decoder-rel-pos cope)"
+                )
+        if self.cope_max_pos < 1:
+            raise PluginConfigError(f"--cope-max-pos must be >= 1 (got {self.cope_max_pos})")
+        decoder_type = self.attention_type_for("decoder")
+        if self.rel_pos_for("decoder") == "cope" and decoder_type != "multihead":
+            raise PluginConfigError(
+                f"--decoder-rel-pos cope needs multi-head decoder self-attention (got "
+                f"--decoder-attention-type {decoder_type})"
+            )
 
     def attention_type_for(self, role):
         """role: encoder, decoder, cross or graph (graph layers follow the encoder)."""
@@ -322,6 +350,7 @@ class PositionPlan:
     t5_max_distance: int = 128
     rope_base: float = 10000.0
     fire_mlp_hidden: int = 32
+    cope_max_pos: int = 16
 
 
 @dataclass(frozen=True)
@@ -465,6 +494,7 @@ def position_plan(options, scheme, causal=False):
         options.t5_max_distance,
         options.rope_base,
         options.fire_mlp_hidden,
+        options.cope_max_pos,
     )
 
 

@@ -4,7 +4,8 @@ masks and a position scheme's labels, ``attend`` picks one of three paths and ru
 
 - **fused**: one ``F.scaled_dot_product_attention`` call with one additive float bias (masks plus
   relative positions);
-- **explicit**: logits ``q k^T * scaling + mask`` (+ relative bias, + RealFormer carry), softmax,
+- **explicit**: logits ``q k^T * scaling + mask`` (+ relative bias, + CoPE, + RealFormer carry),
+  softmax,
   and the weights returned for the module to apply (``apply_weights``; compositional attention may
   fuse applying and mixing);
 - **band-split**: CPU training of a long causal self-attention with clipped relative positions,
@@ -69,14 +70,26 @@ class Positions(NamedTuple):
 
 
 def attend(
-    q, k, v, masks, positions, scaling, carry=None, dropout_p=0.0, need_weights=False, noise=None
+    q,
+    k,
+    v,
+    masks,
+    positions,
+    scaling,
+    carry=None,
+    dropout_p=0.0,
+    need_weights=False,
+    noise=None,
+    contextual=None,
 ):
     """Attention of q (B, H, Tq, d_h) over k (B, H, Tk, d_h), v (B, H or 1, Tk, d_v*) under
     ``masks`` (Masks) and ``positions`` (Positions). ``carry``: RealFormer's ResidualLogits, or
     None. ``dropout_p``: attention dropout of this forward (0 at evaluation), applied by the
     fused call only; the explicit path returns the weights before dropout. ``noise``: None, or a
     function of the final logits (e.g. Gumbel noise over a temperature) applied before the
-    softmax; it forces the explicit path.
+    softmax; it forces the explicit path. ``contextual``: CoPE (ContextualPositions) or None; its
+    term, computed from the masked logits (masked keys have gate 0), is added before the RealFormer
+    carry (so the carried logits contain it); it forces the explicit path.
 
     Returns ``(attended, weights)``, exactly one of them a tensor: the attended values
     (B, H, Tq, d_v*) on the fused and band-split paths, the softmax weights (B, H, Tq, Tk) on the
@@ -85,7 +98,7 @@ def attend(
     mask, attn_mask = masks.additive, masks.attn_mask
     rel, labels, cross = positions
     band_mask = None
-    explicit = need_weights or carry is not None or noise is not None
+    explicit = need_weights or carry is not None or noise is not None or contextual is not None
     if labels is not None and not explicit and not masks.padded:
         band_mask = band_split_mask(q, v, rel, labels, attn_mask, mask, cross, dropout_p)
     if band_mask is not None:
@@ -95,6 +108,8 @@ def attend(
         # The relative-position bias after the mask (it leaves masked logits masked).
         if labels is not None:
             logits = add_relative_bias(logits, q, rel, labels, attn_mask, scaling, cross)
+        if contextual is not None:  # out of place: the gates read the logits it adds to
+            logits = logits + contextual(q, logits)
         if carry is not None:
             logits = carry.add(logits)
         if noise is not None:

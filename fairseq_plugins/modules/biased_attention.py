@@ -57,7 +57,10 @@ def split_width(width, parts, parts_name, width_name="attention width"):
 class BiasedAttention(nn.Module):
     """Base of SDPAMultiheadAttention and CompositionalAttention (T x B x C layout).
 
-    ``relative_positions``: a RelativePositionBias built for this attention's head width, or None.
+    ``relative_positions``: a position scheme (``position_schemes.py``: a bias from positions or
+    a rotation of q and k) built for this attention's head width, or None.
+    ``contextual_positions``: CoPE (``contextual_positions.py``), a term from the masked logits
+    (it forces the explicit path), or None.
     ``q_noise``/``qn_block_size``: fairseq's quantization noise on the projections that
     ``self.projection`` builds, as fairseq's MultiheadAttention applies it. ``kdim``/``vdim``:
     the width of the keys' / values' input (default embed_dim). Subclasses take these arguments
@@ -73,6 +76,7 @@ class BiasedAttention(nn.Module):
         self_attention=False,
         encoder_decoder_attention=False,
         relative_positions=None,
+        contextual_positions=None,
         q_noise=0.0,
         qn_block_size=8,
         kdim=None,
@@ -90,6 +94,7 @@ class BiasedAttention(nn.Module):
         self.dropout_module = FairseqDropout(dropout, module_name=self.__class__.__name__)
         self.beam_size = 1
         self.relative_positions = relative_positions
+        self.contextual_positions = contextual_positions
         self.q_noise, self.qn_block_size = q_noise, qn_block_size
         # RealFormer (--realformer): a ResidualLogits shared with the same stream's attentions of
         # the other layers (see residual_attention.py); None: plain attention.
@@ -197,6 +202,7 @@ class BiasedAttention(nn.Module):
             dropout_p,
             need_weights,
             noise=self.search_logit_noise(),
+            contextual=self.contextual_positions,
         )
         if attended is not None:
             out = self.combine(attended, query)

@@ -1,7 +1,9 @@
 """Every value of ``--rel-pos`` in one registry, ``POSITION_SCHEMES`` (the seed papers' rel-e/b/eb
 label tables are ``relative_positions.py``'s, FIRE's ``fire_bias.py``'s), and the schemes beyond
 the seed papers (docs/method.md §5): ALiBi, the T5 bucketed relative bias, rotary embeddings
-(RoPE), no positions at all (NoPE) and FIRE's learned function of normalised distances.
+(RoPE), no positions at all (NoPE), FIRE's learned function of normalised distances, and CoPE's
+contextual positions (``contextual_positions.py``: not a bias from positions but a term computed
+from the logits; the attention keeps it apart from ``relative_positions``).
 
 Every scheme sees the positions that ``BiasedAttention`` gives the seed papers' relative positions:
 in self-attention, keys ``0 .. Tk-1`` and queries the last ``Tq`` of them (incremental decoding
@@ -43,6 +45,7 @@ import torch.nn as nn
 
 from fairseq_plugins.option_choices import ALL_REL_POS_MODES, ChoiceRegistry
 
+from .contextual_positions import ContextualPositions
 from .fire_bias import FireBias
 from .relative_positions import build_relative_positions
 
@@ -217,6 +220,19 @@ class RotaryPositions(nn.Module):
 def _fire(plan, head_dim, num_heads):
     """FIRE (fire_bias.py): one MLP per attention, as the T5 tables (tied by layer sharing)."""
     return FireBias(num_heads, mlp_hidden=plan.fire_mlp_hidden)
+
+
+@POSITION_SCHEMES.register("cope")
+def _cope(plan, head_dim, num_heads):
+    """CoPE (contextual_positions.py): one table of head width per attention, shared by its
+    heads; decoder self-attention of multi-head attention only (checked by the options)."""
+    return ContextualPositions(head_dim, plan.cope_max_pos)
+
+
+def is_contextual(scheme):
+    """Whether a built scheme is CoPE, which the attention applies to its logits
+    (``BiasedAttention.contextual_positions``) instead of as a bias from positions."""
+    return isinstance(scheme, ContextualPositions)
 
 
 POSITION_SCHEMES.check_complete()

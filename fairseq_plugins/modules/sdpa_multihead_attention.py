@@ -8,23 +8,27 @@ MultiheadAttention, so the two are interchangeable where both apply (tests check
 from fairseq.modules import MultiheadAttention
 
 from .biased_attention import BiasedAttention, split_width
-from .position_schemes import build_position_scheme
+from .position_schemes import build_position_scheme, is_contextual
 
 
 def build_multihead_attention(plan, spec):
     """The multi-head attention for one attention (an AttentionSpec) from its AttentionPlan:
-    fairseq's own where no position scheme, inner width or RealFormer carry asks for ours."""
+    fairseq's own where no position scheme, inner width or RealFormer carry asks for ours. CoPE
+    (--decoder-rel-pos cope) goes to ``contextual_positions``, every other scheme to
+    ``relative_positions``."""
     width = spec.inner_dim or spec.embed_dim
-    relative_positions = build_position_scheme(
+    scheme = build_position_scheme(
         plan.positions, split_width(width, spec.num_heads, "heads"), spec.num_heads
     )
-    if relative_positions is None and width == spec.embed_dim and not plan.residual_logits:
+    if scheme is None and width == spec.embed_dim and not plan.residual_logits:
         return MultiheadAttention(spec.embed_dim, spec.num_heads, **spec.module_kwargs())
+    contextual = is_contextual(scheme)
     return SDPAMultiheadAttention(
         spec.embed_dim,
         spec.num_heads,
         inner_dim=width,
-        relative_positions=relative_positions,
+        relative_positions=None if contextual else scheme,
+        contextual_positions=scheme if contextual else None,
         **spec.module_kwargs(),
     )
 
