@@ -160,29 +160,16 @@ def main(argv, prog="compgen-run", usage="scripts/experiment.py compgen-run"):
     suffix = data_suffix(args.small, args.sizes) + ("-nb" if args.notebook else "")
     data = out / "data" / f"{args.task}{suffix}-s{args.data_seed}"
     prepare_data(args, data)
-    meta = json.loads((data / "raw" / "meta.json").read_text())
-    split, categories = meta["eval_split"], meta["categories"]
-    n_test = runs.line_count(data / "raw" / f"{split}.tgt")
-    n_train = runs.line_count(data / "raw" / "train.tgt")
-    # Generation may stop one token after the longest reference: longer outputs are wrong anyway.
-    refs = (data / "raw" / f"{split}.tgt").read_text().splitlines()
-    max_len = max((len(line.split()) for line in refs), default=0) + 1
+    split, categories, n_test, n_train, max_len = scored_split(data / "raw")
     max_update, warmup = runs.training_budget(n_train, args.max_update, args.epochs, args.warmup)
 
     row_name = args.grid_row or args.preset
-    extra_args = (["--arch", args.preset] if args.grid_row else []) + args.extra
+    extra_args = recorded_extra_args(args)
     if args.notebook:
-        extra_args = ["--notebook", *extra_args]
-        padding = notebook_padding(data / "raw", split)
-        args.extra = [*NOTEBOOK_TRAIN, *padding, *args.extra]
-        args.generate_options = padding
+        add_notebook_options(args, data / "raw", split)
 
     def recorded(seed):
-        key = [row_name, args.task, str(seed), str(n_train), str(n_test)]
-        for r in runs.read_rows(csv_path):
-            if [r.get(k) for k in ("preset", "task", "seed", "n_train", "n_test")] == key:
-                return csv_path
-        return None
+        return recorded_in(csv_path, [row_name, args.task, str(seed), str(n_train), str(n_test)])
 
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     label = f"{row_name} {args.task}"
@@ -218,6 +205,39 @@ def main(argv, prog="compgen-run", usage="scripts/experiment.py compgen-run"):
         ),
         finish,
     )
+
+
+def scored_split(raw):
+    """The eval split, its categories, the sizes the CSV records and the generation length cap."""
+    meta = json.loads((raw / "meta.json").read_text())
+    split, categories = meta["eval_split"], meta["categories"]
+    n_test = runs.line_count(raw / f"{split}.tgt")
+    n_train = runs.line_count(raw / "train.tgt")
+    # Generation may stop one token after the longest reference: longer outputs are wrong anyway.
+    refs = (raw / f"{split}.tgt").read_text().splitlines()
+    max_len = max((len(line.split()) for line in refs), default=0) + 1
+    return split, categories, n_test, n_train, max_len
+
+
+def recorded_extra_args(args):
+    """The CSV's extra_args: what sets the run apart from its preset, not the recipe's options."""
+    extra_args = (["--arch", args.preset] if args.grid_row else []) + args.extra
+    return ["--notebook", *extra_args] if args.notebook else extra_args
+
+
+def add_notebook_options(args, raw, split):
+    """The notebook path's fairseq-train options and source padding (generation pads alike)."""
+    padding = notebook_padding(raw, split)
+    args.extra = [*NOTEBOOK_TRAIN, *padding, *args.extra]
+    args.generate_options = padding
+
+
+def recorded_in(csv_path, key):
+    """--resume: CSV_PATH if it already holds the row KEY (preset, task, seed, n_train, n_test)."""
+    for r in runs.read_rows(csv_path):
+        if [r.get(k) for k in ("preset", "task", "seed", "n_train", "n_test")] == key:
+            return csv_path
+    return None
 
 
 def evaluate(args, data, run_dir, which, sfx, split, categories, max_len):

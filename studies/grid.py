@@ -275,11 +275,7 @@ def main(argv, prog="grid", usage="scripts/experiment.py grid"):
     if args.list:
         return show_plan(args, cells)
     if args.dry_run:
-        finished = runs.done_cells(args.csv)
-        for seed, col, row in cells:
-            if (row.preset, col.task, str(seed)) not in finished:
-                print(" ".join(cell_command(seed, col, row, args.out, args.csv, args.path)[0]))
-        return 0
+        return show_commands(args, cells)
 
     runs.tool_environment(args.threads)
     (args.out / "locks").mkdir(parents=True, exist_ok=True)
@@ -307,18 +303,39 @@ def main(argv, prog="grid", usage="scripts/experiment.py grid"):
         try:
             if key in runs.done_cells(args.csv):
                 continue
-            cmd, run_dir = cell_command(seed, col, row, args.out, args.csv, args.path)
-            log(f"run: {name} ({col.budget} updates)")
-            start = time.time()
-            if subprocess.run(cmd, pass_fds=(lock.fileno(),)).returncode == 0:
-                log(f"done: {name} in {int(time.time() - start)}s")
-                keep_checkpoints(run_dir, col.budget.startswith("e"))
-            else:
-                log(f"FAILED: {name} (see the run's train.log); continuing")
+            if not run_cell(args, seed, col, row, lock):
                 failed.append(name)
         finally:
             lock.release()
         n_ran += 1
+    return summarize(args, failed, elsewhere)
+
+
+def show_commands(args, cells):
+    """--dry-run: the command of every cell not yet in the CSV, in run order."""
+    finished = runs.done_cells(args.csv)
+    for seed, col, row in cells:
+        if (row.preset, col.task, str(seed)) not in finished:
+            print(" ".join(cell_command(seed, col, row, args.out, args.csv, args.path)[0]))
+    return 0
+
+
+def run_cell(args, seed, col, row, lock):
+    """One cell's run, its lock passed on so the cell stays locked while the run's tools live."""
+    name = f"seed {seed} {col.task} {row.preset}"
+    cmd, run_dir = cell_command(seed, col, row, args.out, args.csv, args.path)
+    log(f"run: {name} ({col.budget} updates)")
+    start = time.time()
+    if subprocess.run(cmd, pass_fds=(lock.fileno(),)).returncode == 0:
+        log(f"done: {name} in {int(time.time() - start)}s")
+        keep_checkpoints(run_dir, col.budget.startswith("e"))
+        return True
+    log(f"FAILED: {name} (see the run's train.log); continuing")
+    return False
+
+
+def summarize(args, failed, elsewhere):
+    """The grid's closing log lines and its exit status (1 when a run failed)."""
     if elsewhere:
         log(f"left to the other grid(s) on {args.out}: {' '.join(elsewhere)}")
     if failed:

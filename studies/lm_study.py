@@ -137,6 +137,24 @@ def parse(argv, usage):
     args.max_lines = args.max_lines or ("3000,300" if args.smoke else None)
     if args.max_lines is not None and not re.fullmatch(r"[1-9][0-9]*,[1-9][0-9]*", args.max_lines):
         raise ExperimentError(f"--max-lines {args.max_lines}: needs TRAIN,EVAL (e.g. 3000,300)")
+    check_seeds_and_lrs(args)
+    check_budget(args)
+    # given paths are the caller's (resolved before the study moves to the checkout); the
+    # defaults are the checkout's
+    smoke = args.smoke
+    args.out = (
+        Path(args.out).resolve()
+        if args.out
+        else ROOT / f"outputs/study-lm{'-smoke' if smoke else ''}"
+    )
+    default_doc = args.out / "results-lm.md" if smoke else ROOT / "docs" / "results-lm.md"
+    args.doc = str(Path(args.doc).resolve() if args.doc else default_doc)
+    args.archive = runs.archive_folder(args, None if smoke else "docs/study-runs/lm")
+    return args
+
+
+def check_seeds_and_lrs(args):
+    """--seeds, --lrs and --only checked and made lists (defaults by --smoke): the study's runs."""
     smoke = args.smoke
     args.seeds = args.seeds or ("1,2" if smoke else "1,2,3")
     args.lrs = args.lrs or ("0.002,0.004" if smoke else "0.001,0.002,0.004")
@@ -149,6 +167,11 @@ def parse(argv, usage):
     args.lrs = args.lrs.split(",")
     if len(set(args.seeds)) < len(args.seeds) or len(set(args.lrs)) < len(args.lrs):
         raise ExperimentError("--seeds/--lrs: a value given twice")
+
+
+def check_budget(args):
+    """The sweep, vocabulary, epoch and context options checked and made integers."""
+    smoke = args.smoke
     defaults = {"sweep_updates": 30 if smoke else 300, "vocab": 1000 if smoke else 8000}
     defaults.update(min_epochs=study_stats.MIN_EPOCHS, max_epochs=study_stats.MAX_EPOCHS)
     for name, default in defaults.items():
@@ -161,17 +184,6 @@ def parse(argv, usage):
     args.sweep_widenings = int(args.sweep_widenings)
     if args.min_epochs > args.max_epochs:
         raise ExperimentError("--min-epochs is larger than --max-epochs")
-    # given paths are the caller's (resolved before the study moves to the checkout); the
-    # defaults are the checkout's
-    args.out = (
-        Path(args.out).resolve()
-        if args.out
-        else ROOT / f"outputs/study-lm{'-smoke' if smoke else ''}"
-    )
-    default_doc = args.out / "results-lm.md" if smoke else ROOT / "docs" / "results-lm.md"
-    args.doc = str(Path(args.doc).resolve() if args.doc else default_doc)
-    args.archive = runs.archive_folder(args, None if smoke else "docs/study-runs/lm")
-    return args
 
 
 # ------------------------------------------------------------------------------------- data
@@ -460,6 +472,22 @@ def main(argv, prog="study-lm", usage="scripts/experiment.py study-lm"):
     param_counts(out, vocab, args.train_args)
     archive = (out, args.archive) if args.archive else None
     lrs, chosen = lr_sweep(prog, out, bin_dir, args, archive)
+    seeds = seed_tasks(out, bin_dir, chosen, counts, args)
+    run_all(prog, seeds, lambda run_dir: seed_finished(run_dir, args.max_epochs), archive=archive)
+    if args.only is not None:
+        runs.say(prog, "--only: the chosen runs are done; no document (run without --only)")
+        return 0
+    write_plan(out, args, lrs, bin_dir, counts)
+    with runs.FileLock(out / "report.lock"):
+        cmd = [sys.executable, "scripts/study-report.py", "lm-study", str(out), "--doc", args.doc]
+        cmd += ["--smoke"] if args.smoke else []
+        if subprocess.run(cmd).returncode != 0:
+            raise ExperimentError(f"could not write {args.doc} (scripts/study-report.py failed)")
+    return 0
+
+
+def seed_tasks(out, bin_dir, chosen, counts, args):
+    """run_all's tasks for the seed runs: every system at its chosen lr and seed (or --only's)."""
     seeds = []
     for system in SYSTEMS:
         for seed in args.seeds:
@@ -471,19 +499,20 @@ def main(argv, prog="study-lm", usage="scripts/experiment.py study-lm"):
                 d, s, bin_dir, chosen[s], seed, counts, args
             )
             seeds.append((d, f"{system} seed {seed}", fn))
+    return seeds
 
-    def seed_finished(run_dir):
-        """Done: evaluated, and stopped by the rule or at a cap >= this --max-epochs."""
-        f = run_dir / "result.json"
-        if not f.is_file():
-            return False
-        r = json.loads(f.read_text())
-        return r.get("stopped_by") == "rule" or r["epochs"] >= args.max_epochs
 
-    run_all(prog, seeds, seed_finished, archive=archive)
-    if args.only is not None:
-        runs.say(prog, "--only: the chosen runs are done; no document (run without --only)")
-        return 0
+def seed_finished(run_dir, max_epochs):
+    """Done: evaluated, and stopped by the rule or at a cap >= this --max-epochs."""
+    f = run_dir / "result.json"
+    if not f.is_file():
+        return False
+    r = json.loads(f.read_text())
+    return r.get("stopped_by") == "rule" or r["epochs"] >= max_epochs
+
+
+def write_plan(out, args, lrs, bin_dir, counts):
+    """OUT/plan.json for the report; archived with params.json, enough to regenerate the report."""
     plan = {
         "systems": list(SYSTEMS),
         "configs": [config_path(s) for s in SYSTEMS],
@@ -507,9 +536,3 @@ def main(argv, prog="study-lm", usage="scripts/experiment.py study-lm"):
         for name in ("plan.json", "params.json"):
             text = run_archive.relative_paths((out / name).read_text(encoding="utf-8"))
             (args.archive / name).write_text(text, encoding="utf-8")
-    with runs.FileLock(out / "report.lock"):
-        cmd = [sys.executable, "scripts/study-report.py", "lm-study", str(out), "--doc", args.doc]
-        cmd += ["--smoke"] if args.smoke else []
-        if subprocess.run(cmd).returncode != 0:
-            raise ExperimentError(f"could not write {args.doc} (scripts/study-report.py failed)")
-    return 0

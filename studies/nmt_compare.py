@@ -315,16 +315,8 @@ class Comparison:
         os.makedirs(run_dir, exist_ok=True)
         kept = f"{args.archive}/{run_dir[len(self.out) + 1 :]}" if args.archive else ""
         done = f"{run_dir}/generate.done"
-        if (
-            kept
-            and not collect
-            and not os.path.isfile(done)
-            and os.path.isfile(f"{kept}/generate.done")
-        ):
-            run_archive.restore(kept, run_dir)
-            if os.path.isfile(f"{args.archive}/{name}/selection.txt"):
-                shutil.copyfile(f"{args.archive}/{name}/selection.txt", f"{sysdir}/selection.txt")
-            self.say(f"[{tag}] restored from {kept} (finished earlier)")
+        if kept and not collect:
+            self.restore_from_archive(name, sysdir, run_dir, tag, kept)
         best = f"{run_dir}/checkpoints/checkpoint_best.pt"
         if not collect and os.path.isfile(f"{run_dir}/train.done") and compare.newer(done, best):
             return  # finished: the collect pass reports it
@@ -339,11 +331,7 @@ class Comparison:
                 c, arch_cfg = self.winner(c, sysdir, seed, run_dir)
                 selected, c["NAME"] = c["NAME"], name
             train_args = [*c["TRAIN_ARGS"], *(["--seed", seed] if seed else []), *args.extra]
-            gen = ["fairseq-generate", c["DATA"], "--user-dir", self.user_dir]
-            gen += ["--task", "translation", "--source-lang", c["SRC"], "--target-lang", c["TGT"]]
-            gen += ["--path", best, "--gen-subset", args.subset, "--beam", c["BEAM"]]
-            gen += ["--lenpen", c["LENPEN"], "--batch-size", args.batch_size]
-            gen += ["--required-batch-size-multiple", "1", *c["GEN_ARGS"]]
+            gen = self.generate_command(c, best)
             if not args.skip_train:
                 self.train(c, run_dir, tag, train_args)
             trained = Path(run_dir, "train-command.txt")
@@ -354,17 +342,40 @@ class Comparison:
                 raise ExperimentError(f"[{tag}] no {best}")
             decoded = self.decode(c, run_dir, tag, gen)
             if kept and (decoded or not os.path.isfile(f"{kept}/generate.done")):
-                run_archive.save(run_dir, kept)
-                # (the archive holds paths relative to the checkout only)
-                selection = Path(sysdir, "selection.txt")
-                if selection.is_file() and seed == args.seeds[0]:
-                    text = selection.read_text().replace(f"{ROOT}/", "")
-                    Path(args.archive, name, "selection.txt").write_text(text)
-                self.say(f"[{tag}] archived in {kept}")
+                self.save_to_archive(name, sysdir, run_dir, seed, tag, kept)
         finally:
             lock.release()
         if collect:
             self.collect(c, cfg, seed, run_dir, selected, arch_cfg)
+
+    def restore_from_archive(self, name, sysdir, run_dir, tag, kept):
+        """A run decoded in the archive (KEPT) but not here is restored, so it is not redone."""
+        decoded_here = os.path.isfile(f"{run_dir}/generate.done")
+        if decoded_here or not os.path.isfile(f"{kept}/generate.done"):
+            return
+        run_archive.restore(kept, run_dir)
+        if os.path.isfile(f"{self.args.archive}/{name}/selection.txt"):
+            shutil.copyfile(f"{self.args.archive}/{name}/selection.txt", f"{sysdir}/selection.txt")
+        self.say(f"[{tag}] restored from {kept} (finished earlier)")
+
+    def generate_command(self, c, best):
+        """fairseq-generate of checkpoint BEST on --subset with config C's beam settings."""
+        gen = ["fairseq-generate", c["DATA"], "--user-dir", self.user_dir]
+        gen += ["--task", "translation", "--source-lang", c["SRC"], "--target-lang", c["TGT"]]
+        gen += ["--path", best, "--gen-subset", self.args.subset, "--beam", c["BEAM"]]
+        gen += ["--lenpen", c["LENPEN"], "--batch-size", self.args.batch_size]
+        gen += ["--required-batch-size-multiple", "1", *c["GEN_ARGS"]]
+        return gen
+
+    def save_to_archive(self, name, sysdir, run_dir, seed, tag, kept):
+        """The run saved to the archive (KEPT), with the system's selection at the first seed."""
+        run_archive.save(run_dir, kept)
+        # (the archive holds paths relative to the checkout only)
+        selection = Path(sysdir, "selection.txt")
+        if selection.is_file() and seed == self.args.seeds[0]:
+            text = selection.read_text().replace(f"{ROOT}/", "")
+            Path(self.args.archive, name, "selection.txt").write_text(text)
+        self.say(f"[{tag}] archived in {kept}")
 
     def collect(self, c, cfg, seed, run_dir, selected, arch_cfg):
         """The run's row of the report and of OUT/runs.tsv."""
