@@ -155,19 +155,65 @@ def build_rel(mode):
 
 
 def build_scheme(scheme):
-    """Our attention with a position scheme of modules/position_schemes.py (ALiBi, T5, RoPE):
-    bidirectional on the NMT shape (an encoder), causal on the LM shape (a decoder)."""
-    from fairseq_plugins.modules.position_schemes import build_position_scheme
+    """Our attention with a position scheme of modules/position_schemes.py (ALiBi, T5, RoPE,
+    FIRE, CoPE), as --rel-pos builds it: bidirectional on the NMT shape (an encoder), causal on
+    the LM shape (a decoder)."""
+    from fairseq_plugins.modules.position_schemes import build_position_scheme, is_contextual
     from fairseq_plugins.modules.sdpa_multihead_attention import SDPAMultiheadAttention
     from fairseq_plugins.variant_config import PositionPlan
 
     def build(shape):
         plan = PositionPlan(scheme=scheme, causal=shape["mask"] == "causal")
         rel = build_position_scheme(plan, D // H, H)
-        m = SDPAMultiheadAttention(D, H, self_attention=True, relative_positions=rel)
+        where = "contextual_positions" if is_contextual(rel) else "relative_positions"
+        m = SDPAMultiheadAttention(D, H, self_attention=True, **{where: rel})
         return m, attention_call(m), 1
 
     return build
+
+
+class FirePaperPort(nn.Module):
+    """FIRE written out as the paper's appendix code reads, in a plain attention (no installable
+    implementation exists): per forward, the (T, T) distances i - j, psi(|c x|) = log(|c x| + 1)
+    normalised by psi(max(L, i)), the MLP 1 -> 32 -> H, the bias added to the scaled logits,
+    softmax, values, output projection. The same parameters as ours."""
+
+    def __init__(self, dim, heads, hidden=32):
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.q, self.k, self.v, self.out = (nn.Linear(dim, dim) for _ in range(4))
+        self.mlp = nn.Sequential(nn.Linear(1, hidden), nn.ReLU(), nn.Linear(hidden, heads))
+        self.c = nn.Parameter(torch.tensor(0.1))
+        self.L = nn.Parameter(torch.tensor(512.0))
+
+    def forward(self, x, key_padding_mask=None, attn_mask=None):
+        T, B, _ = x.shape
+
+        def heads(t):
+            return t.view(T, B, self.heads, self.head_dim).permute(1, 2, 0, 3)
+
+        q, k, v = heads(self.q(x)), heads(self.k(x)), heads(self.v(x))
+        logits = q @ k.transpose(-1, -2) / self.head_dim**0.5
+        pos = torch.arange(T, dtype=x.dtype, device=x.device)
+        rel = pos[:, None] - pos[None, :]
+        normaliser = torch.log1p((self.c * torch.maximum(pos, self.L.abs())).abs()) + 1e-6
+        distance = rel.sign() * torch.log1p((self.c * rel).abs()) / normaliser[:, None]
+        logits = logits + self.mlp(distance.unsqueeze(-1)).permute(2, 0, 1)
+        if attn_mask is not None:
+            logits = logits + attn_mask
+        if key_padding_mask is not None:
+            logits = logits.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
+        attended = torch.softmax(logits, -1) @ v
+        return self.out(attended.permute(2, 0, 1, 3).reshape(T, B, -1))
+
+
+def build_fire_port(shape):
+    m = FirePaperPort(D, H)
+
+    def call(inputs, kpm, am):
+        return m(inputs[0], kpm, am)
+
+    return m, call, 1
 
 
 def x_transformers_version():
@@ -280,6 +326,10 @@ VARIANTS = {
     "x-transformers t5": ("attention", build_x_transformers("t5")),
     "rope": ("attention", build_scheme("rope")),
     "x-transformers rope": ("attention", build_x_transformers("rope")),
+    "fire": ("attention", build_scheme("fire")),
+    "fire paper-code port": ("attention", build_fire_port),
+    "cope": ("attention", build_scheme("cope")),
+    "x-transformers cope": ("attention", build_x_transformers("cope")),
     "stock TransformerEncoderLayer": ("layer", build_stock_layer),
 }
 for _fusion in ("sum", "weight-gate", "self-gate"):
@@ -292,8 +342,9 @@ STOCK = {"attention": "stock MultiheadAttention", "layer": "stock TransformerEnc
 # each variant's reference implementation: the official formulation for compositional attention,
 # x-transformers for a position scheme it has (skipped where it is not installed)
 REFERENCE = {"compositional dot": "official port dot", "compositional mlp": "official port mlp"}
-REFERENCE.update({s: f"x-transformers {s}" for s in ("alibi", "t5", "rope")})
-CAUSAL_ONLY = set()  # methods defined for causal attention only: the LM shape alone
+REFERENCE.update({s: f"x-transformers {s}" for s in ("alibi", "t5", "rope", "cope")})
+REFERENCE["fire"] = "fire paper-code port"  # no installable FIRE implementation
+CAUSAL_ONLY = {"cope", "x-transformers cope"}  # defined for causal attention: the LM shape only
 
 
 def make_masks(shape, device):
@@ -444,7 +495,8 @@ def markdown(results, info):
         f"d={D}, heads={H}, S=R={S}, d_s={DS}, layer ffn={FFN}, dropout 0. Time: median (IQR) ms. "
         "Speed: per-round paired stock_time / variant_time, median (IQR); > 1 is faster than "
         "stock. vs reference: the same ratio against the variant's reference implementation "
-        "(compositional: the official formulation; a position scheme: x-transformers' "
+        "(compositional: the official formulation; FIRE: the paper's appendix code in a plain "
+        "attention, as no implementation is installable; another position scheme: x-transformers' "
         f"{'version ' + X_VERSION if X_VERSION else '(not installed: no such rows)'}), "
         "> 1 is faster than the reference. Memory: peak above the start of the step, and "
         "activations saved for backward.",
