@@ -141,6 +141,13 @@ class VariantConfig(FairseqDataclass):
         "--decoder-rel-pos cope: positions of the table (counts beyond are clamped to "
         "the last; x-transformers' default 16)",
     )
+    random_positions_max_length: int = option(
+        0,
+        "randomized positions (Ruoss et al. 2023): each sequence's positions are a sorted "
+        "uniform random subset of 0..L-1 instead of 0..T-1, drawn at every forward (training "
+        "and evaluation) for whatever reads positions on both sides: the --*rel-pos schemes, "
+        "RoPE, absolute embeddings; 0: off (the official example: 2048)",
+    )
     rel_pos_radius: int = option(16, "relative position clip radius k")
     rel_pos_cross: bool = option(False, "rel2: relative positions in encoder-decoder attention too")
     rel_pos_bias_per_head: bool = option(False, "rel-b: one bias table per head instead of shared")
@@ -230,6 +237,11 @@ class VariantConfig(FairseqDataclass):
         if self.fire_mlp_hidden < 1:
             raise PluginConfigError(f"--fire-mlp-hidden must be >= 1 (got {self.fire_mlp_hidden})")
         self.check_contextual_positions()
+        if self.random_positions_max_length < 0:
+            raise PluginConfigError(
+                "--random-positions-max-length must be >= 0 (0: off; got "
+                f"{self.random_positions_max_length})"
+            )
         if not 0 <= self.copy_gate_drop < 1:
             raise PluginConfigError(
                 f"--copy-gate-drop must be in [0, 1) (got {self.copy_gate_drop})"
@@ -241,6 +253,11 @@ class VariantConfig(FairseqDataclass):
             raise PluginConfigError(
                 "--encoder-attention-type geometric is not available with --graph-encoder or "
                 "--realformer (it has no softmax logits to carry)"
+            )
+        if geometric and self.random_positions_max_length:
+            raise PluginConfigError(
+                "--random-positions-max-length is not available with --encoder-attention-type "
+                "geometric (it forms its own positions)"
             )
         if geometric and self.rel_pos_for("encoder") == "fire":
             raise PluginConfigError(
@@ -412,25 +429,29 @@ class CopyPlan:
 @dataclass(frozen=True)
 class EncoderPlan:
     """The encoder stack: its self-attention, absolute position embeddings kept, tied layers,
-    Graph-Transformer layers (None: off), NDR copy-gated layers (``copy_gate_drop``; None: off)."""
+    Graph-Transformer layers (None: off), NDR copy-gated layers (``copy_gate_drop``; None: off),
+    randomized positions (``random_positions_max_length`` L; 0: off)."""
 
     self_attention: AttentionPlan
     absolute_positions: bool = True
     share_layers: bool = False
     graph: Optional[GraphPlan] = None
     copy_gate_drop: Optional[float] = None
+    random_positions_max_length: int = 0
 
 
 @dataclass(frozen=True)
 class DecoderPlan:
     """The decoder stack: self- and cross-attention, absolute position embeddings kept, tied
-    layers, the copy decoder (None: off)."""
+    layers, the copy decoder (None: off), randomized positions (``random_positions_max_length``
+    L; 0: off)."""
 
     self_attention: AttentionPlan
     cross_attention: AttentionPlan
     absolute_positions: bool = True
     share_layers: bool = False
     copy: Optional[CopyPlan] = None
+    random_positions_max_length: int = 0
 
 
 @dataclass(frozen=True)
@@ -524,6 +545,7 @@ def build_plan(options):
         options.share_encoder_layers,
         graph,
         options.copy_gate_drop if options.encoder_copy_gate else None,
+        options.random_positions_max_length,
     )
     copy = None
     if options.copy_decoder:
@@ -534,6 +556,7 @@ def build_plan(options):
         options.absolute_positions("decoder"),
         options.share_decoder_layers,
         copy,
+        options.random_positions_max_length,
     )
     return VariantPlan(encoder, decoder, position_plan(options, options.rel_pos))
 

@@ -1,5 +1,6 @@
 """The plugin's encoder-decoder model family: fairseq's Transformer with every variant option
-(attention type, relative positions, copy decoder, layer sharing, Graph-Transformer encoder layers).
+(attention type, relative positions, copy decoder, layer sharing, Graph-Transformer encoder layers,
+randomized positions).
 
 Registered as ``variant_transformer``; the named presets (``presets_*.py``) are architectures of
 this one model. The options are parsed and checked once, in ``build_model``, into a frozen
@@ -21,11 +22,17 @@ from fairseq.models.transformer import (
     base_architecture,
 )
 
+from fairseq_plugins.modules.biased_attention import BiasedAttention
 from fairseq_plugins.modules.copy_generator import CopyGenerator
 from fairseq_plugins.modules.graph_encoder import build_graph_encoder_layer, run_graph_layers
 from fairseq_plugins.modules.keras_init import keras_default_init, keras_default_tables
 from fairseq_plugins.modules.layer_sharing import tie_parameters
 from fairseq_plugins.modules.neural_data_router import CopyGateEncoderLayer
+from fairseq_plugins.modules.randomized_positions import (
+    RandomizedPositions,
+    SampledPositions,
+    embed_at_sampled_positions,
+)
 from fairseq_plugins.modules.relative_positions import RelativePositionBias
 from fairseq_plugins.modules.residual_attention import share_residual_logits
 from fairseq_plugins.modules.variant_layers import (
@@ -48,6 +55,7 @@ class VariantTransformerEncoder(TransformerEncoderBase):
         # RealFormer: one carry through the self-attentions (reset around every forward)
         streams = [([layer.self_attn for layer in self.layers], plan.self_attention)]
         apply_stack_plan(self, plan, streams)
+        self.random_positions = attach_random_positions(self, plan.random_positions_max_length)
 
     def build_encoder_layer(self, cfg):
         index = self._layers_built
@@ -68,7 +76,10 @@ class VariantTransformerEncoder(TransformerEncoderBase):
     def forward(
         self, src_tokens, src_lengths=None, return_all_hiddens=False, token_embeddings=None
     ):
-        with reset_carries(self.carries):
+        positions = None
+        if self.random_positions is not None:  # one draw for the embedding and every layer
+            positions = self.random_positions(src_tokens.eq(self.padding_idx))
+        with reset_carries(self.carries), drawn_positions(self.sampled_positions, positions):
             if self.plan.graph is not None:
                 out = self.forward_graph(src_tokens, return_all_hiddens, token_embeddings)
             else:
@@ -76,7 +87,18 @@ class VariantTransformerEncoder(TransformerEncoderBase):
                     src_tokens, src_lengths, return_all_hiddens, token_embeddings
                 )
         out["src_tokens"] = [src_tokens]  # the copy decoder scatters onto source tokens
+        if positions is not None:  # the keys of rel2 cross-attention
+            out["src_positions"] = [positions]
         return out
+
+    def reorder_encoder_out(self, encoder_out, new_order):
+        """fairseq's reordering, and the randomized positions' (``src_positions``) with it."""
+        reordered = super().reorder_encoder_out(encoder_out, new_order)
+        if encoder_out.get("src_positions"):
+            reordered["src_positions"] = [
+                encoder_out["src_positions"][0].index_select(0, new_order)
+            ]
+        return reordered
 
     def forward_graph(self, src_tokens, return_all_hiddens=False, token_embeddings=None):
         """fairseq's forward_scriptable with the graph encoder's layer loop (run_graph_layers)."""
@@ -121,6 +143,12 @@ class VariantTransformerDecoder(TransformerDecoderBase):
         if not no_encoder_attn:
             streams.append(([layer.encoder_attn for layer in self.layers], plan.cross_attention))
         apply_stack_plan(self, plan, streams)
+        self.random_positions = attach_random_positions(self, plan.random_positions_max_length)
+        # Decoding draws the positions of this many steps at the first (the target's length is
+        # not known yet): the longest target the model takes.
+        self.random_positions_budget = min(
+            plan.random_positions_max_length, self.max_target_positions
+        )
         if plan.copy is not None:
             if no_encoder_attn:
                 raise PluginConfigError("--copy-decoder needs an encoder (not available for LMs)")
@@ -136,10 +164,34 @@ class VariantTransformerDecoder(TransformerDecoderBase):
         return wrap_layer(layer, cfg)
 
     def extract_features(self, prev_output_tokens, encoder_out=None, incremental_state=None, **kw):
-        with reset_carries(self.carries):
+        positions = self.draw_positions(prev_output_tokens, incremental_state)
+        encoder_positions = None
+        if positions is not None and encoder_out is not None and encoder_out.get("src_positions"):
+            encoder_positions = encoder_out["src_positions"][0]
+        with (
+            reset_carries(self.carries),
+            drawn_positions(self.sampled_positions, positions, encoder_positions),
+        ):
             return super().extract_features(
                 prev_output_tokens, encoder_out, incremental_state, **kw
             )
+
+    def draw_positions(self, prev_output_tokens, incremental_state):
+        """Randomized positions of the target (B, T), or None when off: one subset per sentence
+        of its own length in a full pass (the paper's training); in incremental decoding the
+        positions of every step so far, from one subset of ``random_positions_budget`` drawn at
+        the first step and reordered with the beams (fairseq's incremental state)."""
+        if self.random_positions is None:
+            return None
+        if incremental_state is None:
+            return self.random_positions(prev_output_tokens.eq(self.padding_idx))
+        return self.random_positions.decoding_positions(
+            incremental_state,
+            prev_output_tokens.size(0),
+            1,  # fairseq's incremental step: one new token, the cache holds the others
+            self.random_positions_budget,
+            prev_output_tokens.device,
+        )
 
     def forward(
         self,
@@ -189,6 +241,33 @@ def apply_stack_plan(stack, plan, attention_streams):
         for attentions, attention in attention_streams
         if attention.residual_logits
     ]
+
+
+def attach_random_positions(stack, max_length):
+    """--random-positions-max-length L (0: off, returns None): the stack's RandomizedPositions,
+    and ``stack.sampled_positions``, the positions of the current forward, handed to every
+    attention of its layers and to its absolute position embedding (a forward hook)."""
+    stack.sampled_positions = None
+    if not max_length:
+        return None
+    sampled = SampledPositions()
+    for module in stack.layers.modules():
+        if isinstance(module, BiasedAttention):
+            module.sampled_positions = sampled
+    if stack.embed_positions is not None:
+        try:
+            embed_at_sampled_positions(stack.embed_positions, sampled, max_length)
+        except ValueError as error:
+            raise PluginConfigError(str(error)) from None
+    stack.sampled_positions = sampled
+    return RandomizedPositions(max_length)
+
+
+def drawn_positions(sampled, positions, encoder_positions=None):
+    """The context in which a stack's attentions read ``positions`` (nothing when off)."""
+    if sampled is None or positions is None:
+        return contextlib.nullcontext()
+    return sampled.drawn(positions, encoder_positions)
 
 
 @contextlib.contextmanager

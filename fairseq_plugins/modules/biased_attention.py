@@ -99,6 +99,9 @@ class BiasedAttention(nn.Module):
         # RealFormer (--realformer): a ResidualLogits shared with the same stream's attentions of
         # the other layers (see residual_attention.py); None: plain attention.
         self.residual_logits = None
+        # Randomized positions (--random-positions-max-length): a SampledPositions shared with
+        # the stack's other attentions (randomized_positions.py); None: positions 0 .. T-1.
+        self.sampled_positions = None
 
     def projection(self, in_features, out_features, bias=True):
         """nn.Linear with fairseq's quantization noise (--quant-noise-pq) when asked for."""
@@ -259,7 +262,10 @@ class BiasedAttention(nn.Module):
     def _relative_positions(self, saved, key_padding_mask, tgt_len, src_len, device):
         """(query positions, key positions) for the relative-position module: (Tq,), (Tk,) in
         self-attention ((B, Tq), (B, Tk) for FIRE with a key padding mask); (1, Tq) or (B, Tq)
-        and (B or 1, Tk) in rel2 cross-attention."""
+        and (B or 1, Tk) in rel2 cross-attention; (B, Tq), (B, Tk) with randomized positions."""
+        sampled = self.sampled_positions
+        if sampled is not None and sampled.positions is not None:
+            return sampled.query_key_positions(self.encoder_decoder_attention, tgt_len, src_len)
         if not self.encoder_decoder_attention:
             # Self-attention: queries are the last tgt_len of the src_len positions (incremental
             # decoding appends to the cache). Differences are shift-invariant, so left padding of

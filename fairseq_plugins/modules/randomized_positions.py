@@ -21,9 +21,12 @@ produce), keeps it in fairseq's incremental state (reordered with the beams by
 view at step t is then distributed as at step t of a training target of ``budget`` tokens.
 """
 
+import contextlib
+
 import torch
 import torch.nn as nn
 from fairseq.incremental_decoding_utils import with_incremental_state
+from fairseq.modules import LearnedPositionalEmbedding, SinusoidalPositionalEmbedding
 
 
 def sorted_random_subsets(lengths, max_length, generator=None):
@@ -95,6 +98,11 @@ class RandomizedPositions(nn.Module):
         self.set_incremental_state(incremental_state, "random_positions", saved)
         return saved["positions"][:, :steps]
 
+    def decoded_steps(self, incremental_state):
+        """How many decoder steps ``decoding_positions`` has handed out in this state."""
+        saved = self.get_incremental_state(incremental_state, "random_positions")
+        return 0 if saved is None else int(saved["steps"])
+
     def reorder_incremental_state(self, incremental_state, new_order):
         """Beam search: the sentences' subsets follow their hypotheses."""
         saved = self.get_incremental_state(incremental_state, "random_positions")
@@ -102,3 +110,84 @@ class RandomizedPositions(nn.Module):
             saved["positions"] = saved["positions"].index_select(0, new_order)
             self.set_incremental_state(incremental_state, "random_positions", saved)
         return incremental_state
+
+
+class SampledPositions:
+    """The positions one forward of a stack drew (``RandomizedPositions``), shared by every
+    attention of the stack, as RealFormer's carry: set around the forward (``drawn``), None
+    outside it. ``positions`` (B, T): the stack's own tokens (in incremental decoding, every step
+    so far), ``encoder_positions`` (B, Ts): the encoder's, the keys of rel2 cross-attention."""
+
+    def __init__(self):
+        self.positions = self.encoder_positions = None
+
+    @contextlib.contextmanager
+    def drawn(self, positions, encoder_positions=None):
+        self.positions, self.encoder_positions = positions, encoder_positions
+        try:
+            yield
+        finally:
+            self.positions = self.encoder_positions = None
+
+    def query_key_positions(self, cross, tgt_len, src_len):
+        """(query positions (B, Tq), key positions (B, Tk)) of one attention: self-attention's
+        queries are the last ``tgt_len`` of its keys (as ``BiasedAttention._relative_positions``),
+        cross-attention's keys the encoder's."""
+        queries = self.positions[:, self.positions.size(1) - tgt_len :]
+        keys = self.encoder_positions if cross else self.positions
+        if keys is None or keys.size(1) != src_len:
+            what = "encoder tokens" if cross else "keys"
+            raise RuntimeError(
+                f"--random-positions-max-length: no sampled positions for the {src_len} {what} "
+                "of this attention"
+            )
+        return queries, keys
+
+
+def embed_at_sampled_positions(embed_positions, sampled, max_length):
+    """Make fairseq's absolute position embedding (learned or sinusoidal) of a stack read
+    ``sampled.positions`` instead of 0 .. T-1, through a forward hook that replaces its output
+    (its parameters and state-dict keys stay). Position p is fairseq's row ``padding_idx + 1 + p``;
+    padding keeps the padding row. A learned table needs ``max_length`` rows."""
+    pad = embed_positions.padding_idx
+    rows = max_length + pad + 1
+    if isinstance(embed_positions, LearnedPositionalEmbedding):
+        if embed_positions.num_embeddings < rows:
+            raise ValueError(
+                f"--random-positions-max-length {max_length} exceeds the learned position "
+                f"table's {embed_positions.num_embeddings - pad - 1} positions "
+                "(--max-source-positions / --max-target-positions)"
+            )
+
+        def table():
+            return embed_positions.weight
+
+    elif isinstance(embed_positions, SinusoidalPositionalEmbedding):
+        sinusoids = SinusoidalPositionalEmbedding.get_embedding(
+            rows, embed_positions.embedding_dim, pad
+        )
+
+        def table():
+            return sinusoids
+
+    else:
+        raise ValueError(
+            f"--random-positions-max-length: unknown position embedding "
+            f"{type(embed_positions).__name__}"
+        )
+
+    def replace_output(module, args, output):
+        positions = sampled.positions
+        if positions is None:
+            return output
+        tokens = args[0]
+        if positions.shape != tokens.shape:
+            raise RuntimeError(
+                f"--random-positions-max-length: {tuple(positions.shape)} sampled positions for "
+                f"{tuple(tokens.shape)} tokens"
+            )
+        index = (positions + pad + 1).masked_fill(tokens.eq(pad), pad)
+        weights = table().to(device=output.device, dtype=output.dtype)
+        return nn.functional.embedding(index, weights, pad)
+
+    return embed_positions.register_forward_hook(replace_output)
