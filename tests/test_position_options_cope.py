@@ -134,18 +134,9 @@ def test_cope_forces_the_explicit_path_and_its_table_gets_gradients(monkeypatch)
 
 @pytest.mark.slow
 def test_cope_trains_and_generates_through_fairseqs_clis(demo_bin, tmp_path):
-    from conftest import train_then_generate
+    from position_options_testing import train_and_generate
 
-    train = ["--optimizer", "adam", "--lr", "5e-4", "--max-tokens", "400", "--max-update", "2"]
-    train += ["--no-progress-bar", "--log-interval", "1", "--no-epoch-checkpoints", "--cpu"]
-    gen, hyps = train_then_generate(
-        demo_bin,
-        tmp_path / "ckpt",
-        ["--arch", "compgen_small_2", "--decoder-rel-pos", "cope", "--cope-max-pos", "8"] + train,
-        ["--beam", "3", "--batch-size", "50", "--max-len-b", "6", "--cpu"],
-        updates=2,
-    )
-    assert len(hyps) == 100
-    checkpoint = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", weights_only=False)
+    options = ["--decoder-rel-pos", "cope", "--cope-max-pos", "8"]
+    checkpoint = train_and_generate(demo_bin, tmp_path / "ckpt", options)
     table = checkpoint["model"]["decoder.layers.0.self_attn.contextual_positions.embeddings"]
     assert table.shape == (8, 16) and table.abs().sum() > 0  # trained away from its zero start

@@ -163,20 +163,9 @@ def test_fire_trains_on_the_explicit_path_on_cpu_and_its_mlp_gets_gradients(monk
 
 @pytest.mark.slow
 def test_fire_trains_and_generates_through_fairseqs_clis(demo_bin, tmp_path):
-    from conftest import train_then_generate
+    from position_options_testing import train_and_generate
 
-    train = ["--optimizer", "adam", "--lr", "5e-4", "--max-tokens", "400", "--max-update", "2"]
-    train += ["--no-progress-bar", "--log-interval", "1", "--no-epoch-checkpoints", "--cpu"]
-    gen, hyps = train_then_generate(
-        demo_bin,
-        tmp_path / "ckpt",
-        ["--arch", "compgen_small_2", "--rel-pos", "fire", "--rel-pos-cross"]
-        + ["--fire-mlp-hidden", "8"]
-        + train,
-        ["--beam", "3", "--batch-size", "50", "--max-len-b", "6", "--cpu"],
-        updates=2,
-    )
-    assert len(hyps) == 100
-    checkpoint = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", weights_only=False)
+    options = ["--rel-pos", "fire", "--rel-pos-cross", "--fire-mlp-hidden", "8"]
+    checkpoint = train_and_generate(demo_bin, tmp_path / "ckpt", options)
     assert "encoder.layers.0.self_attn.relative_positions.mlp.2.bias" in checkpoint["model"]
     assert checkpoint["cfg"]["model"].fire_mlp_hidden == 8

@@ -195,19 +195,9 @@ def test_positions_are_drawn_again_at_every_forward_and_at_evaluation():
 
 @pytest.mark.slow
 def test_random_positions_train_and_generate_through_fairseqs_clis(demo_bin, tmp_path):
-    from conftest import train_then_generate
+    from position_options_testing import train_and_generate
 
-    train = ["--optimizer", "adam", "--lr", "5e-4", "--max-tokens", "400", "--max-update", "2"]
-    train += ["--no-progress-bar", "--log-interval", "1", "--no-epoch-checkpoints", "--cpu"]
-    gen, hyps = train_then_generate(
-        demo_bin,
-        tmp_path / "ckpt",
-        ["--arch", "compgen_small_2", "--rel-pos", "rope", "--rel-pos-cross"]
-        + ["--random-positions-max-length", "64", "--rel-pos-keep-absolute"]
-        + train,
-        ["--beam", "3", "--batch-size", "50", "--max-len-b", "6", "--cpu"],
-        updates=2,
-    )
-    assert len(hyps) == 100
-    checkpoint = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", weights_only=False)
+    options = ["--rel-pos", "rope", "--rel-pos-cross", "--rel-pos-keep-absolute"]
+    options += ["--random-positions-max-length", "64"]
+    checkpoint = train_and_generate(demo_bin, tmp_path / "ckpt", options)
     assert checkpoint["cfg"]["model"].random_positions_max_length == 64
