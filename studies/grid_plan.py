@@ -100,6 +100,16 @@ PAPER_ROWS = [
     Row("cogs_tagging_base", 5, (), (TAGGING_TASK,)),
     Row("cogs_tagging_tuned_comp", 5, (), (TAGGING_TASK,)),
 ]
+# The position methods of the length-generalisation literature at the authors' budgets, on the
+# four algorithmic columns, 3 seeds, each paired by seed with rel2-eb-c (the seed paper's best
+# row): ALiBi, T5 bias, RoPE and FIRE in self-attention, the same with the scheme in the
+# decoder-to-encoder attention too ("2", as rel2), and CoPE in the decoder (rel-eb encoder).
+POSITION_COLUMNS = ("add", "addneg", "reverse", "dup")
+POSITION_ROWS = tuple(
+    f"compgen_{s}{n}_c" for n in ("", "2") for s in ("alibi", "t5", "rope", "fire")
+)
+POSITION_ROWS += ("compgen_rel_eb_cope_c",)
+PAPER_ROWS += [Row(preset, 3, (), POSITION_COLUMNS) for preset in POSITION_ROWS]
 # COGS tagging: the model is encoder-only, so each row is tagged by the tagging_transformer
 # architecture with the row's encoder: row -> (tagging arch, extra fairseq-train options), or
 # ("=ROW", ()): the same encoder as ROW, whose tagging run stands for this row too (not trained

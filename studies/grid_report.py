@@ -877,6 +877,34 @@ def _cell_order(preset, task):
     )
 
 
+def position_table(rows):
+    """rel2-eb-c and the position rows (grid_plan.POSITION_ROWS) on their columns: the final
+    checkpoint's accuracy, mean ± std (runs)."""
+    cells = _by_cell(rows)
+    labels = dict(PAPER_BUDGET_LABELS)
+    presets = ("compgen_rel2_eb_c",) + grid_plan.POSITION_ROWS
+    table = [
+        [f"`{preset}`"]
+        + [
+            _ms_text(_mean_std([r["accuracy"] for r in cells.get((preset, task), {}).values()]))
+            for task in grid_plan.POSITION_COLUMNS
+        ]
+        for preset in presets
+    ]
+    return markdown_table(["row"] + [labels[t] for t in grid_plan.POSITION_COLUMNS], table)
+
+
+def position_comparison(rows):
+    """Each position row against rel2-eb-c on the position columns, paired by seed."""
+    labels = dict(PAPER_BUDGET_LABELS)
+    return paired_comparison(
+        rows,
+        {preset: "compgen_rel2_eb_c" for preset in grid_plan.POSITION_ROWS},
+        [(t, labels[t]) for t in grid_plan.POSITION_COLUMNS],
+        row_head="position row",
+    )
+
+
 def paper_category_table(cat_rows, task):
     """Per-category COGS accuracy of the final checkpoints (tagging: the official metric), mean
     over seeds, one column per row (preset) in the order of the paper-budget tables."""
@@ -998,6 +1026,8 @@ def paper_generated(rows, cat_rows, variant_rows=(), notebook_rows=()):
         paired_comparison=paired_comparison(rows),
         variants_table=variants_table(rows, variant_rows),
         notebook_table=notebook_table(rows, notebook_rows),
+        position_table=position_table(rows),
+        position_comparison=position_comparison(rows),
         seq2seq_categories=paper_category_table(cat_rows, "cogs"),
         tagging_categories=paper_category_table(cat_rows, TAGGING),
         wall_table=paper_wall_table(rows),

@@ -12,6 +12,7 @@ import pytest
 from conftest import ROOT, run
 
 from studies import grid_report
+from studies.grid_plan import POSITION_ROWS
 
 GRID = ROOT / "scripts" / "compgen-grid.sh"
 REPORT = ROOT / "scripts" / "compgen-grid-report.py"
@@ -427,7 +428,10 @@ def test_paper_budget_plan_blocks_and_commands(tmp_path):
         env=ENV,
     )
     cells = [line.split() for line in proc.stdout.splitlines() if line.startswith("  todo ")]
-    assert len(cells) == load_report().paper_plan_total() == 3 * 5 + 4 * 3 * 7 == 99
+    # 3 tagging rows x 5 seeds; 4 seq2seq rows x 3 seeds x 7 columns; 9 position rows x 3 seeds x
+    # 4 columns (add, addneg, reverse, dup)
+    planned = 3 * 5 + 4 * 3 * 7 + 9 * 3 * 4
+    assert len(cells) == load_report().paper_plan_total() == planned == 207
     tasks = [c[3] for c in cells]
     blocks = [
         ["cogs-tagging"],
@@ -436,7 +440,7 @@ def test_paper_budget_plan_blocks_and_commands(tmp_path):
         ["scan-length", "scan-addjump"],
         ["addneg"],
     ]
-    sizes = [15, 24, 24, 24, 12]
+    sizes = [15, 24 + 9 * 3 * 2, 24 + 9 * 3, 24, 12 + 9 * 3]
     start = 0
     for block, size in zip(blocks, sizes):
         assert set(tasks[start : start + size]) == set(block)
@@ -449,13 +453,16 @@ def test_paper_budget_plan_blocks_and_commands(tmp_path):
         "compgen_rel2_eb_c",
         "compgen_comp_rel2_eb_c",
         "compgen_comp_rel2_eb_cs",
+        *(f"compgen_{s}{n}_c" for n in ("", "2") for s in ("alibi", "t5", "rope", "fire")),
+        "compgen_rel_eb_cope_c",
     }
+    assert {c[4] for c in cells if c[3] == "scan-length"} == rows - set(POSITION_ROWS)
     dry = run(
         ["bash", GRID, "--budget", "paper", "--dry-run", "--out", tmp_path / "o"]
         + ["--csv", tmp_path / "p.csv"],
         env=ENV,
     ).stdout.splitlines()
-    assert len(dry) == 99
+    assert len(dry) == planned
     first_add = next(x for x in dry if "experiment.py compgen-run compgen_abs add " in x)
     assert "--epochs 2 --warmup 4000 --report-checkpoint last --valid 256" in first_add
     comp_tag = next(x for x in dry if "--grid-row cogs_tagging_tuned_comp --seed 5 " in x)
@@ -560,7 +567,7 @@ def test_paper_budget_report(tmp_path):
         csv.writer(f).writerow(["renamed", "cogs", "1", "6032", 0.4, "9", "d", "gen"])
     with pytest.raises(report.ReportError, match="renamed: a variant in the CSV that"):
         report.main(args)
-    assert "Runs recorded: 10 of 99 planned" in text
+    assert "Runs recorded: 10 of 207 planned" in text
     assert "times over the 9 runs that record them" in text
     lost = next(
         line for line in text.splitlines() if line.startswith("| 3 | reverse | compgen_rel2")

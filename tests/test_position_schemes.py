@@ -362,6 +362,8 @@ def test_nope_drops_absolute_positions_per_side_and_t5_tables_tie_under_sharing(
         ("compgen_comp_rope_c", ["--rel-pos-cross"]),
         ("compgen_rel_eb_nope_c", []),
         ("compgen_ndr_c", []),
+        ("compgen_fire2_c", []),  # FIRE in every attention (rel2 cross-attention too)
+        ("compgen_rel_eb_cope_c", []),
     ],
 )
 def test_model_incremental_decoding_equals_full_forward(arch, extra):
@@ -412,3 +414,28 @@ def test_schemes_run_inside_the_one_fused_call(mode, training, monkeypatch):
     assert len(calls) == 1
     bias = calls[0]["attn_mask"]
     assert bias is not None and bias.shape == (2, H, 9, 9)  # the mask, plus the scheme's bias
+
+
+def test_position_presets_put_each_scheme_where_their_names_say():
+    from model_testing import build
+
+    def schemes(model):
+        enc, dec = model.encoder.layers[0], model.decoder.layers[0]
+        return (
+            type(enc.self_attn.relative_positions).__name__,
+            type(getattr(dec.self_attn, "relative_positions", None)).__name__,
+            type(getattr(dec.self_attn, "contextual_positions", None)).__name__,
+            type(getattr(dec.encoder_attn, "relative_positions", None)).__name__,
+            model.encoder.embed_positions is None and model.decoder.embed_positions is None,
+        )
+
+    fire, _ = build(["--arch", "compgen_fire_c"])
+    assert schemes(fire) == ("FireBias", "FireBias", "NoneType", "NoneType", True)
+    fire2, _ = build(["--arch", "compgen_fire2_c"])
+    assert schemes(fire2) == ("FireBias", "FireBias", "NoneType", "FireBias", True)
+    alibi2, _ = build(["--arch", "compgen_alibi2_c"])
+    assert schemes(alibi2) == ("AlibiBias", "AlibiBias", "NoneType", "AlibiBias", True)
+    cope, _ = build(["--arch", "compgen_rel_eb_cope_c"])
+    assert schemes(cope) == (
+        "RelativePositionBias", "NoneType", "ContextualPositions", "NoneType", True
+    )  # fmt: skip

@@ -9,10 +9,12 @@ the paper's table rows.
 - Positions on the small 2-layer model: ``compgen_abs``, ``compgen_rel_{e,b,eb}`` (self-attention)
   and ``compgen_rel2_{e,b,eb}`` (also decoder-to-encoder), each with ``_c`` for the copy decoder.
 - Position schemes and the Neural Data Router (docs/method.md §5, §6), on the small 2-layer
-  model with the copy decoder: ``compgen_{alibi,t5,rope}_c``
-  (the scheme in encoder and decoder self-attention), ``compgen_comp_{alibi,t5,rope}_c`` (the
+  model with the copy decoder: ``compgen_{alibi,t5,rope,fire}_c``
+  (the scheme in encoder and decoder self-attention), ``compgen_{alibi,t5,rope,fire}2_c`` (also
+  in the decoder-to-encoder attention, as rel2), ``compgen_comp_{alibi,t5,rope,fire}_c`` (the
   same with compositional attention everywhere), ``compgen_rel_eb_nope_c`` (NoPE decoder, rel-eb
-  encoder) and ``compgen_ndr_c`` (Neural Data Router encoder, 4 shared layers; rel2-eb decoder).
+  encoder), ``compgen_rel_eb_cope_c`` (CoPE decoder, rel-eb encoder) and ``compgen_ndr_c``
+  (Neural Data Router encoder, 4 shared layers; rel2-eb decoder).
 - COGS as sequence tagging (section 4.5.1, Table 5; the encoder-only ``tagging_transformer``,
   docs/official-code.md O2): ``cogs_tagging_base`` (the notebook's "base": small-2,
   sinusoidal absolute positions, absolute parent head), ``cogs_tagging_rel_eb`` and
@@ -100,7 +102,7 @@ _register(
 
 # The position schemes of the length-generalisation literature and the Neural Data Router
 # on the small-2 model, each with the copy decoder (as the best seed row, rel2-eb-c).
-for _scheme in ("alibi", "t5", "rope"):
+for _scheme in ("alibi", "t5", "rope", "fire"):
     _register(f"compgen_{_scheme}_c", "small", 2, rel_pos=_scheme, copy=True)
     _register(
         f"compgen_comp_{_scheme}_c",
@@ -110,6 +112,22 @@ for _scheme in ("alibi", "t5", "rope"):
         copy=True,
         attention="compositional",
     )
+    # "2" as in rel2: the scheme in the decoder-to-encoder attention too (--rel-pos-cross)
+    _register(f"compgen_{_scheme}2_c", "small", 2, rel_pos=_scheme, cross=True, copy=True)
+
+
+@register_model_architecture("variant_transformer", "compgen_rel_eb_cope_c")
+def compgen_rel_eb_cope_c(args):
+    """CoPE in the decoder's self-attention (Golovneva et al. 2024; defined for causal attention
+    only), rel-eb in the encoder, no relative cross-attention, copy decoder: rel-eb-c with CoPE
+    instead of rel-eb in the decoder (as compgen_rel_eb_nope_c has NoPE)."""
+    if getattr(args, "rel_pos", None) is None:
+        args.rel_pos = "eb"
+    if getattr(args, "decoder_rel_pos", None) is None:
+        args.decoder_rel_pos = "cope"
+    args.copy_decoder = True
+    compgen_shape(args, "small", 2)
+    variant_base_architecture(args)
 
 
 @register_model_architecture("variant_transformer", "compgen_rel_eb_nope_c")
