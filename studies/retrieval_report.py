@@ -398,14 +398,18 @@ def study_block(runs, curves, protocol, spec, png):
     body = [BEGIN, "", runs_text, "", *tables(runs)]
     if plot_curves(runs, curves, png):
         body += ["![learning curves](results-contextual-retrieval-curves.png)", ""]
+    return body + [across_seeds(runs, "Across seeds"), ""] + specialisation_section(spec) + [END]
+
+
+def across_seeds(runs, heading):
+    """The paired comparisons of RUNS (Holm over them) under HEADING."""
     table, verdicts = comparisons(runs)
-    across = render(
+    return render(
         "retrieval-across-seeds",
-        heading="Across seeds",
+        heading=heading,
         table="\n".join(table),
         verdicts="\n".join(verdicts),
     )
-    return body + [across, ""] + specialisation_section(spec) + [END]
 
 
 def paper_block(archive, png):
@@ -430,14 +434,7 @@ def paper_block(archive, png):
     body = [PAPER_BEGIN, "", text, "", *tables(runs, prefix="Paper protocol: ")]
     if plot_curves(runs, read_rows(archive / "curves.csv"), png):
         body += [f"![learning curves at the authors' protocol]({png.name})", ""]
-    table, verdicts = comparisons(runs)
-    across = render(
-        "retrieval-across-seeds",
-        heading="Paper protocol: across seeds",
-        table="\n".join(table),
-        verdicts="\n".join(verdicts),
-    )
-    return body + [across, "", PAPER_END]
+    return body + [across_seeds(runs, "Paper protocol: across seeds"), "", PAPER_END]
 
 
 def replace_block(text, begin, end, body, doc):

@@ -116,31 +116,28 @@ for _scheme in ("alibi", "t5", "rope", "fire"):
     _register(f"compgen_{_scheme}2_c", "small", 2, rel_pos=_scheme, cross=True, copy=True)
 
 
-@register_model_architecture("variant_transformer", "compgen_rel_eb_cope_c")
-def compgen_rel_eb_cope_c(args):
-    """CoPE in the decoder's self-attention (Golovneva et al. 2024; defined for causal attention
-    only), rel-eb in the encoder, no relative cross-attention, copy decoder: rel-eb-c with CoPE
-    instead of rel-eb in the decoder (as compgen_rel_eb_nope_c has NoPE)."""
-    if getattr(args, "rel_pos", None) is None:
-        args.rel_pos = "eb"
-    if getattr(args, "decoder_rel_pos", None) is None:
-        args.decoder_rel_pos = "cope"
-    args.copy_decoder = True
-    compgen_shape(args, "small", 2)
-    variant_base_architecture(args)
+def _register_decoder_scheme(name, scheme):
+    """rel-eb-c with SCHEME instead of rel-eb in the decoder's self-attention: rel-eb encoder,
+    no relative cross-attention, copy decoder, small-2."""
+
+    @register_model_architecture("variant_transformer", name)
+    def arch(args):
+        if getattr(args, "rel_pos", None) is None:
+            args.rel_pos = "eb"
+        if getattr(args, "decoder_rel_pos", None) is None:
+            args.decoder_rel_pos = scheme
+        args.copy_decoder = True
+        compgen_shape(args, "small", 2)
+        variant_base_architecture(args)
+
+    arch.__name__ = name
 
 
-@register_model_architecture("variant_transformer", "compgen_rel_eb_nope_c")
-def compgen_rel_eb_nope_c(args):
-    """NoPE in the decoder (Kazemnejad et al. 2023): rel-eb encoder, a decoder without any
-    position information (no absolute embeddings, no relative terms, no rel2), copy decoder."""
-    if getattr(args, "rel_pos", None) is None:
-        args.rel_pos = "eb"
-    if getattr(args, "decoder_rel_pos", None) is None:
-        args.decoder_rel_pos = "nope"
-    args.copy_decoder = True
-    compgen_shape(args, "small", 2)
-    variant_base_architecture(args)
+# NoPE in the decoder (Kazemnejad et al. 2023): no position information at all there (no
+# absolute embeddings, no relative terms, no rel2); CoPE (Golovneva et al. 2024), defined for
+# causal attention only, in the decoder's self-attention.
+_register_decoder_scheme("compgen_rel_eb_nope_c", "nope")
+_register_decoder_scheme("compgen_rel_eb_cope_c", "cope")
 
 
 @register_model_architecture("variant_transformer", "compgen_ndr_c")
