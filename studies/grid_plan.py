@@ -103,12 +103,13 @@ PAPER_ROWS = [
 # The position methods of the length-generalisation literature at the authors' budgets, on the
 # four algorithmic columns, 3 seeds, each paired by seed with rel2-eb-c (the seed paper's best
 # row): ALiBi, T5 bias, RoPE and FIRE in self-attention, the same with the scheme in the
-# decoder-to-encoder attention too ("2", as rel2), and CoPE in the decoder (rel-eb encoder).
+# decoder-to-encoder attention too ("2", as rel2), CoPE in the decoder (rel-eb encoder), and
+# FIRE reading randomized positions.
 POSITION_COLUMNS = ("add", "addneg", "reverse", "dup")
 POSITION_ROWS = tuple(
     f"compgen_{s}{n}_c" for n in ("", "2") for s in ("alibi", "t5", "rope", "fire")
 )
-POSITION_ROWS += ("compgen_rel_eb_cope_c",)
+POSITION_ROWS += ("compgen_rel_eb_cope_c", "compgen_fire_rand_c")
 PAPER_ROWS += [Row(preset, 3, (), POSITION_COLUMNS) for preset in POSITION_ROWS]
 # COGS tagging: the model is encoder-only, so each row is tagged by the tagging_transformer
 # architecture with the row's encoder: row -> (tagging arch, extra fairseq-train options), or

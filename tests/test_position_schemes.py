@@ -435,6 +435,9 @@ def test_position_presets_put_each_scheme_where_their_names_say():
     assert schemes(fire2) == ("FireBias", "FireBias", "NoneType", "FireBias", True)
     alibi2, _ = build(["--arch", "compgen_alibi2_c"])
     assert schemes(alibi2) == ("AlibiBias", "AlibiBias", "NoneType", "AlibiBias", True)
+    rand, args = build(["--arch", "compgen_fire_rand_c"])
+    assert schemes(rand) == ("FireBias", "FireBias", "NoneType", "NoneType", True)
+    assert args.random_positions_max_length == 256
     cope, _ = build(["--arch", "compgen_rel_eb_cope_c"])
     assert schemes(cope) == (
         "RelativePositionBias", "NoneType", "ContextualPositions", "NoneType", True

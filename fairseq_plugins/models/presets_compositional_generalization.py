@@ -13,7 +13,8 @@ the paper's table rows.
   (the scheme in encoder and decoder self-attention), ``compgen_{alibi,t5,rope,fire}2_c`` (also
   in the decoder-to-encoder attention, as rel2), ``compgen_comp_{alibi,t5,rope,fire}_c`` (the
   same with compositional attention everywhere), ``compgen_rel_eb_nope_c`` (NoPE decoder, rel-eb
-  encoder), ``compgen_rel_eb_cope_c`` (CoPE decoder, rel-eb encoder) and ``compgen_ndr_c``
+  encoder), ``compgen_rel_eb_cope_c`` (CoPE decoder, rel-eb encoder), ``compgen_fire_rand_c``
+  (FIRE reading randomized positions) and ``compgen_ndr_c``
   (Neural Data Router encoder, 4 shared layers; rel2-eb decoder).
 - COGS as sequence tagging (section 4.5.1, Table 5; the encoder-only ``tagging_transformer``,
   docs/official-code.md O2): ``cogs_tagging_base`` (the notebook's "base": small-2,
@@ -131,6 +132,22 @@ def _register_decoder_scheme(name, scheme):
         variant_base_architecture(args)
 
     arch.__name__ = name
+
+
+@register_model_architecture("variant_transformer", "compgen_fire_rand_c")
+def compgen_fire_rand_c(args):
+    """compgen_fire_c with randomized positions (Ruoss et al. 2023): FIRE reads positions drawn
+    as a sorted random subset of 0..255 instead of 0..T-1, the combination Zhou et al. (2024)
+    use for length generalisation on addition. 256 is about five times the longest test
+    sequence of the algorithmic columns (Dup's 48-token targets), as Ruoss et al.'s range is
+    several times their longest test length."""
+    if getattr(args, "random_positions_max_length", None) in (None, 0):
+        args.random_positions_max_length = 256
+    if getattr(args, "rel_pos", None) is None:
+        args.rel_pos = "fire"
+    args.copy_decoder = True
+    compgen_shape(args, "small", 2)
+    variant_base_architecture(args)
 
 
 # NoPE in the decoder (Kazemnejad et al. 2023): no position information at all there (no
