@@ -22,6 +22,10 @@ REL_POS_MODES = ("none", "e", "b", "eb")
 POSITION_SCHEMES = ("alibi", "t5", "rope", "nope", "fire", "cope")
 ALL_REL_POS_MODES = REL_POS_MODES + POSITION_SCHEMES
 
+# --position-coupling: the compgen tasks whose digit layout position coupling knows
+# (modules/digit_positions.py); unset (None) is off.
+COUPLING_TASKS = ("add", "addneg", "reverse", "dup")
+
 COPY_PROJECTIONS = ("none", "full", "low-rank")  # --copy-projection
 GRAPH_FUSIONS = ("sum", "weight-gate", "self-gate")  # --graph-fusion
 

@@ -19,6 +19,7 @@ from .option_choices import (
     ALL_REL_POS_MODES,
     ATTENTION_TYPES,
     COPY_PROJECTIONS,
+    COUPLING_TASKS,
     ENCODER_ATTENTION_TYPES,
     GRAPH_FUSIONS,
     RETRIEVAL_SCORINGS,
@@ -148,6 +149,29 @@ class VariantConfig(FairseqDataclass):
         "and evaluation) for whatever reads positions on both sides: the --*rel-pos schemes, "
         "RoPE, absolute embeddings; 0: off (the official example: 2048)",
     )
+    abacus: bool = option(
+        False,
+        "Abacus embeddings (McLeish et al. 2024) on both sides: every digit token gets a "
+        "learned vector of its index within its run of digits (encoder: counted from the run's "
+        "end, 1 = units; decoder: from its start, the causal choice), added to its token "
+        "embedding; in training the indices are shifted by one offset per batch",
+    )
+    abacus_max_id: int = option(
+        128, "--abacus: the largest Abacus id (table rows 0..N, row 0 a zero vector)"
+    )
+    abacus_max_offset: int = option(
+        99, "--abacus: the training offset is uniform in 0..K, one draw per batch (0 at evaluation)"
+    )
+    position_coupling: Optional[str] = option(
+        None,
+        "position coupling (Cho et al. 2024) for the compgen task add, addneg, reverse or dup: "
+        "one learned table of ids shared by encoder and decoder gives corresponding source and "
+        "target tokens the same position vector, in place of the absolute position embeddings; "
+        "random start per sentence in training (default: off)",
+    )
+    position_coupling_max_id: int = option(
+        64, "--position-coupling: the largest coupled id (Cho et al.'s max_position)"
+    )
     rel_pos_radius: int = option(16, "relative position clip radius k")
     rel_pos_cross: bool = option(False, "rel2: relative positions in encoder-decoder attention too")
     rel_pos_bias_per_head: bool = option(False, "rel-b: one bias table per head instead of shared")
@@ -218,6 +242,7 @@ class VariantConfig(FairseqDataclass):
             ("retrieval_scoring", RETRIEVAL_SCORINGS),
             ("graph_fusion", GRAPH_FUSIONS),
             ("copy_projection", COPY_PROJECTIONS),
+            ("position_coupling", COUPLING_TASKS + unset),
         ]
         for name, choices in checks:
             value = getattr(self, name)
@@ -242,6 +267,7 @@ class VariantConfig(FairseqDataclass):
                 "--random-positions-max-length must be >= 0 (0: off; got "
                 f"{self.random_positions_max_length})"
             )
+        self.check_digit_positions()
         if not 0 <= self.copy_gate_drop < 1:
             raise PluginConfigError(
                 f"--copy-gate-drop must be in [0, 1) (got {self.copy_gate_drop})"
@@ -279,6 +305,26 @@ class VariantConfig(FairseqDataclass):
                 raise PluginConfigError(
                     f"--copy-projection-dim must be >= 1 (got {self.copy_projection_dim})"
                 )
+
+    def check_digit_positions(self):
+        """--abacus and --position-coupling: their numbers, and coupling's place as the one
+        absolute position of both sides (randomized positions define another). Their checks
+        against the dictionaries and the embedding widths are the model's, when it is built."""
+        if self.abacus_max_id < 1:
+            raise PluginConfigError(f"--abacus-max-id must be >= 1 (got {self.abacus_max_id})")
+        if self.abacus_max_offset < 0:
+            raise PluginConfigError(
+                f"--abacus-max-offset must be >= 0 (got {self.abacus_max_offset})"
+            )
+        if self.position_coupling_max_id < 1:
+            raise PluginConfigError(
+                f"--position-coupling-max-id must be >= 1 (got {self.position_coupling_max_id})"
+            )
+        if self.position_coupling and self.random_positions_max_length:
+            raise PluginConfigError(
+                "--position-coupling is not available with --random-positions-max-length (both "
+                "define the absolute positions)"
+            )
 
     def check_contextual_positions(self):
         """CoPE is defined for causal self-attention (its position sums run to the query through
@@ -321,7 +367,10 @@ class VariantConfig(FairseqDataclass):
     def absolute_positions(self, side):
         """Whether the encoder / decoder side keeps fairseq's absolute position embeddings: only
         where its self-attention has no position scheme (``--*rel-pos none``) and is not
-        geometric (which orders keys by distance itself), or with --rel-pos-keep-absolute."""
+        geometric (which orders keys by distance itself), or with --rel-pos-keep-absolute; never
+        with --position-coupling (its coupled positions take their place)."""
+        if self.position_coupling:  # the coupled positions replace them on both sides
+            return False
         if self.rel_pos_keep_absolute:
             return True
         if side == "encoder" and self.attention_type_for("encoder") == "geometric":
@@ -455,13 +504,40 @@ class DecoderPlan:
 
 
 @dataclass(frozen=True)
+class AbacusPlan:
+    """--abacus: the largest id of the tables, the largest training offset."""
+
+    max_id: int = 128
+    max_offset: int = 99
+
+
+@dataclass(frozen=True)
+class CouplingPlan:
+    """--position-coupling: the task whose layout couples the ids, the largest id."""
+
+    task: str
+    max_id: int = 64
+
+
+@dataclass(frozen=True)
+class DigitPositionPlan:
+    """The digit-aware positions of an encoder-decoder model, built by the model (coupling's
+    table is shared by both stacks): Abacus, position coupling; None: off."""
+
+    abacus: Optional[AbacusPlan] = None
+    coupling: Optional[CouplingPlan] = None
+
+
+@dataclass(frozen=True)
 class VariantPlan:
-    """What ``parse_options`` returns: the plan of every stack, and ``positions`` (``--rel-pos``
-    itself, before the per-role overrides: the tagging model's attention parent head)."""
+    """What ``parse_options`` returns: the plan of every stack, ``positions`` (``--rel-pos``
+    itself, before the per-role overrides: the tagging model's attention parent head), and the
+    model's ``digit_positions``."""
 
     encoder: EncoderPlan
     decoder: DecoderPlan
     positions: PositionPlan
+    digit_positions: DigitPositionPlan = DigitPositionPlan()
 
     def attention(self, role):
         """The AttentionPlan of a role: encoder, decoder, cross or graph (None without
@@ -558,21 +634,41 @@ def build_plan(options):
         copy,
         options.random_positions_max_length,
     )
-    return VariantPlan(encoder, decoder, position_plan(options, options.rel_pos))
+    return VariantPlan(
+        encoder, decoder, position_plan(options, options.rel_pos), digit_position_plan(options)
+    )
 
 
-def parse_options(args, architecture=None, unavailable=None):
+def digit_position_plan(options):
+    abacus = coupling = None
+    if options.abacus:
+        abacus = AbacusPlan(options.abacus_max_id, options.abacus_max_offset)
+    if options.position_coupling:
+        coupling = CouplingPlan(options.position_coupling, options.position_coupling_max_id)
+    return DigitPositionPlan(abacus, coupling)
+
+
+# The options only the encoder-decoder model builds (parse_options(digit_positions=True)).
+DIGIT_POSITION_OPTIONS = {"abacus": "--abacus", "position_coupling": "--position-coupling"}
+
+
+def parse_options(args, architecture=None, unavailable=None, digit_positions=False):
     """How every model kind reads its variant options, once, before anything is built:
     ``architecture(args)`` fills what the command line left unset (the model kind's base
     architecture), the options are read and checked, an option the model kind has no place for
     is refused (``unavailable``: option name -> its one-line error), and fairseq's
     --no-token-positional-embeddings is set when no side keeps absolute positions. ``args``: a
     parsed namespace or a hydra config (missing options take their defaults). Returns the
-    VariantPlan: the only thing the builders read."""
+    VariantPlan: the only thing the builders read. ``digit_positions``: whether the model kind
+    builds --abacus and --position-coupling (the encoder-decoder model); others refuse them."""
     if architecture is not None:
         architecture(args)
     options = VariantConfig.from_args(args)
-    for name, message in (unavailable or {}).items():
+    refused = dict(unavailable or {})
+    if not digit_positions:
+        for name, flag in DIGIT_POSITION_OPTIONS.items():
+            refused.setdefault(name, f"{flag} is available for the encoder-decoder model only")
+    for name, message in refused.items():
         if getattr(options, name):
             raise PluginConfigError(message)
     options.set_position_embeddings(args)

@@ -2,8 +2,10 @@
 compgen model trained for two updates by fairseq-train, then decoded by fairseq-generate's beam
 search."""
 
+import sys
+
 import torch
-from conftest import train_then_generate
+from conftest import ROOT, fairseq_preprocess, run, train_then_generate
 
 TRAIN = ["--optimizer", "adam", "--lr", "5e-4", "--max-tokens", "400", "--max-update", "2"]
 TRAIN += ["--no-progress-bar", "--log-interval", "1", "--no-epoch-checkpoints", "--cpu"]
@@ -18,3 +20,13 @@ def train_and_generate(data, save, options):
     )
     assert len(hyps) == 100  # every test sentence decoded
     return torch.load(save / "checkpoint_last.pt", weights_only=False)
+
+
+def compgen_bin(task, folder):
+    """scripts/compgen-data.py TASK (300 train, 100 valid, 100 test sentences) in FOLDER/raw,
+    binarized with a joined dictionary into FOLDER/bin; returns FOLDER/bin."""
+    raw, binarized = folder / "raw", folder / "bin"
+    sizes = ["--train", "300", "--valid", "100", "--test", "100"]
+    run([sys.executable, ROOT / "scripts" / "compgen-data.py", task, raw] + sizes)
+    fairseq_preprocess(raw, binarized)
+    return binarized

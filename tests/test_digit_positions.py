@@ -363,8 +363,8 @@ def test_errors_name_the_flags(dictionary):
         AbacusEmbedding(digit_indices(d), 4, 10, -1, True)
     one_line(e, "--abacus-max-offset")
     with pytest.raises(ValueError) as e:
-        digit_indices(Dictionary())
-    one_line(e, "--abacus-max-id")
+        digit_indices(Dictionary(), "target")
+    one_line(e, "--abacus: the target dictionary has none of the digits")
     with pytest.raises(ValueError) as e:
         PositionIdEmbedding(0, 4, "--abacus-max-id")
     one_line(e, "--abacus-max-id")

@@ -1,6 +1,6 @@
 """The plugin's encoder-decoder model family: fairseq's Transformer with every variant option
 (attention type, relative positions, copy decoder, layer sharing, Graph-Transformer encoder layers,
-randomized positions).
+randomized positions, Abacus embeddings and position coupling).
 
 Registered as ``variant_transformer``; the named presets (``presets_*.py``) are architectures of
 this one model. The options are parsed and checked once, in ``build_model``, into a frozen
@@ -24,6 +24,14 @@ from fairseq.models.transformer import (
 
 from fairseq_plugins.modules.biased_attention import BiasedAttention
 from fairseq_plugins.modules.copy_generator import CopyGenerator
+from fairseq_plugins.modules.digit_positions import (
+    AbacusEmbedding,
+    CouplingSymbols,
+    DigitDraws,
+    DigitPositionVectors,
+    PositionCoupling,
+    digit_indices,
+)
 from fairseq_plugins.modules.graph_encoder import build_graph_encoder_layer, run_graph_layers
 from fairseq_plugins.modules.keras_init import keras_default_init, keras_default_tables
 from fairseq_plugins.modules.layer_sharing import tie_parameters
@@ -56,6 +64,8 @@ class VariantTransformerEncoder(TransformerEncoderBase):
         streams = [([layer.self_attn for layer in self.layers], plan.self_attention)]
         apply_stack_plan(self, plan, streams)
         self.random_positions = attach_random_positions(self, plan.random_positions_max_length)
+        # --abacus, --position-coupling: built by the model (attach_digit_positions)
+        self.abacus = self.coupling = self.digit_draws = None
 
     def build_encoder_layer(self, cfg):
         index = self._layers_built
@@ -79,7 +89,12 @@ class VariantTransformerEncoder(TransformerEncoderBase):
         positions = None
         if self.random_positions is not None:  # one draw for the embedding and every layer
             positions = self.random_positions(src_tokens.eq(self.padding_idx))
-        with reset_carries(self.carries), drawn_positions(self.sampled_positions, positions):
+        offset, start = self.draw_digit_positions(src_tokens)
+        with (
+            reset_carries(self.carries),
+            drawn_positions(self.sampled_positions, positions),
+            drawn_digit_positions(self.digit_draws, src_tokens, offset, start),
+        ):
             if self.plan.graph is not None:
                 out = self.forward_graph(src_tokens, return_all_hiddens, token_embeddings)
             else:
@@ -89,15 +104,34 @@ class VariantTransformerEncoder(TransformerEncoderBase):
         out["src_tokens"] = [src_tokens]  # the copy decoder scatters onto source tokens
         if positions is not None:  # the keys of rel2 cross-attention
             out["src_positions"] = [positions]
+        if self.digit_draws is not None:  # the decoder's Abacus / coupled ids use the same draws
+            out["abacus_offset"] = [torch.tensor(offset)]
+            if start is not None:
+                out["coupling_start"] = [start]
         return out
 
+    def draw_digit_positions(self, src_tokens):
+        """(Abacus offset, coupling starts (B,) or None) of this batch: one offset per batch,
+        one start per sentence, random in training only (the modules' ``training``)."""
+        offset = 0 if self.abacus is None else self.abacus.sample_offset()
+        start = None if self.coupling is None else self.coupling.draw_start(src_tokens)
+        return offset, start
+
+    # What the encoder adds to fairseq's encoder_out: one row per sentence (reordered with the
+    # beams), or one value per batch (kept).
+    SENTENCE_KEYS = ("src_positions", "coupling_start")
+    BATCH_KEYS = ("abacus_offset",)
+
     def reorder_encoder_out(self, encoder_out, new_order):
-        """fairseq's reordering, and the randomized positions' (``src_positions``) with it."""
+        """fairseq's reordering, and the randomized positions' (``src_positions``) and coupling
+        starts with it."""
         reordered = super().reorder_encoder_out(encoder_out, new_order)
-        if encoder_out.get("src_positions"):
-            reordered["src_positions"] = [
-                encoder_out["src_positions"][0].index_select(0, new_order)
-            ]
+        for key in self.SENTENCE_KEYS:
+            if encoder_out.get(key):
+                reordered[key] = [encoder_out[key][0].index_select(0, new_order)]
+        for key in self.BATCH_KEYS:
+            if encoder_out.get(key):
+                reordered[key] = encoder_out[key]
         return reordered
 
     def forward_graph(self, src_tokens, return_all_hiddens=False, token_embeddings=None):
@@ -144,6 +178,8 @@ class VariantTransformerDecoder(TransformerDecoderBase):
             streams.append(([layer.encoder_attn for layer in self.layers], plan.cross_attention))
         apply_stack_plan(self, plan, streams)
         self.random_positions = attach_random_positions(self, plan.random_positions_max_length)
+        # --abacus, --position-coupling: built by the model (attach_digit_positions)
+        self.abacus = self.coupling = self.digit_draws = None
         # Decoding draws the positions of this many steps at the first (the target's length is
         # not known yet): the longest target the model takes.
         self.random_positions_budget = min(
@@ -171,10 +207,22 @@ class VariantTransformerDecoder(TransformerDecoderBase):
         with (
             reset_carries(self.carries),
             drawn_positions(self.sampled_positions, positions, encoder_positions),
+            self.encoder_digit_draws(encoder_out),
         ):
             return super().extract_features(
                 prev_output_tokens, encoder_out, incremental_state, **kw
             )
+
+    def encoder_digit_draws(self, encoder_out):
+        """The context in which the Abacus / coupled vectors use the encoder's draws of this
+        batch (and its source tokens) from ``encoder_out`` (nothing when off)."""
+        if self.digit_draws is None:
+            return contextlib.nullcontext()
+        if encoder_out is None or not encoder_out.get("abacus_offset"):
+            raise RuntimeError("--abacus / --position-coupling: the decoder needs the encoder_out")
+        start = encoder_out["coupling_start"][0] if encoder_out.get("coupling_start") else None
+        offset = int(encoder_out["abacus_offset"][0])
+        return self.digit_draws.drawn(encoder_out["src_tokens"][0], offset, start)
 
     def draw_positions(self, prev_output_tokens, incremental_state):
         """Randomized positions of the target (B, T), or None when off: one subset per sentence
@@ -270,6 +318,65 @@ def drawn_positions(sampled, positions, encoder_positions=None):
     return sampled.drawn(positions, encoder_positions)
 
 
+def drawn_digit_positions(draws, src_tokens, offset, start):
+    """The context in which a stack's Abacus / coupled vectors read this batch's draws."""
+    if draws is None:
+        return contextlib.nullcontext()
+    return draws.drawn(src_tokens, offset, start)
+
+
+def attach_digit_positions(model, plan, src_dict, tgt_dict):
+    """--abacus and --position-coupling (``plan``: the DigitPositionPlan) on a built model: an
+    AbacusEmbedding per stack (``encoder.abacus``, ``decoder.abacus``; the encoder counts digit
+    runs from their end, the decoder from their start), one PositionCoupling shared by both
+    (``encoder.coupling`` is ``decoder.coupling``), and each stack's DigitPositionVectors added
+    where fairseq adds the absolute positions: installed as ``embed_positions`` where the stack
+    has none, else added to its output (a forward hook, after the randomized positions' own)."""
+    if plan.abacus is None and plan.coupling is None:
+        return
+    encoder, decoder = model.encoder, model.decoder
+    dims = encoder.embed_tokens.embedding_dim, decoder.embed_dim
+    try:
+        if plan.abacus is not None:
+            for stack, dictionary, side, dim in (
+                (encoder, src_dict, "source", dims[0]),
+                (decoder, tgt_dict, "target", dims[1]),
+            ):
+                stack.abacus = AbacusEmbedding(
+                    digit_indices(dictionary, side),
+                    dim,
+                    plan.abacus.max_id,
+                    plan.abacus.max_offset,
+                    count_from_end=stack is encoder,
+                )
+        if plan.coupling is not None:
+            task = plan.coupling.task
+            if dims[0] != dims[1]:
+                raise ValueError(
+                    f"--position-coupling {task} needs equal encoder and decoder embedding "
+                    f"dimensions (one table; got {dims[0]} and {dims[1]})"
+                )
+            # pad and eos are 1 and 2 in every fairseq dictionary: the source's symbols serve
+            # the decoder too
+            symbols = CouplingSymbols.for_task(task, src_dict)
+            coupling = PositionCoupling(task, symbols, dims[0], plan.coupling.max_id)
+            encoder.coupling = decoder.coupling = coupling
+    except ValueError as error:
+        raise PluginConfigError(str(error)) from None
+    for stack, longest in (
+        (encoder, encoder.max_source_positions),
+        (decoder, decoder.max_target_positions),
+    ):
+        stack.digit_draws = DigitDraws()
+        vectors = DigitPositionVectors(
+            stack.abacus, stack.coupling, stack.digit_draws, stack is decoder, longest
+        )
+        if stack.embed_positions is None:
+            stack.embed_positions = vectors
+        else:
+            vectors.add_to(stack.embed_positions)
+
+
 @contextlib.contextmanager
 def reset_carries(carries):
     """RealFormer carries start empty at the first layer and are not kept past the forward."""
@@ -301,7 +408,7 @@ def plan_being_built():
 def parse_variant_options(args, task):
     """The VariantPlan of a translation model, checked once; errors a user can fix are raised
     before anything is built or written."""
-    plan = parse_options(args, variant_base_architecture)
+    plan = parse_options(args, variant_base_architecture, digit_positions=True)
     if plan.decoder.copy is not None and task.source_dictionary != task.target_dictionary:
         raise PluginConfigError(
             "--copy-decoder needs a joined source/target dictionary "
@@ -353,11 +460,15 @@ class VariantTransformerModel(TransformerModel):
     @classmethod
     def build_model(cls, args, task):
         check_notebook_options(args)
-        token = _plan_being_built.set(parse_variant_options(args, task))
+        plan = parse_variant_options(args, task)
+        token = _plan_being_built.set(plan)
         try:
             model = super().build_model(args, task)
         finally:
             _plan_being_built.reset(token)
+        attach_digit_positions(
+            model, plan.digit_positions, task.source_dictionary, task.target_dictionary
+        )
         apply_notebook_options(model, args)
         init = getattr(args, "seq2seq_init", None)  # older checkpoints lack it
         if init in ("official", "official-dense"):

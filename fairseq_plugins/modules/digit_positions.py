@@ -40,12 +40,15 @@ Steps past the target's length (only a model that failed to stop reaches them) g
 The target ids depend on the source and the step alone (``coupled_target_ids_at_step``).
 """
 
+import contextlib
 from typing import NamedTuple
 
 import torch
 import torch.nn as nn
 
-COUPLING_TASKS = ("add", "addneg", "reverse", "dup")
+from fairseq_plugins.option_choices import COUPLING_TASKS
+
+ABACUS_FLAG = "--abacus"
 ABACUS_MAX_ID_FLAG = "--abacus-max-id"
 ABACUS_MAX_OFFSET_FLAG = "--abacus-max-offset"
 COUPLING_FLAG = "--position-coupling"
@@ -55,11 +58,13 @@ SEP_SYMBOL = "[SEP]"
 
 
 # -- Abacus ---------------------------------------------------------------------------------------
-def digit_indices(dictionary):
-    """(k,) long: the indices of the symbols '0' .. '9' that ``dictionary`` holds."""
+def digit_indices(dictionary, side=""):
+    """(k,) long: the indices of the symbols '0' .. '9' that ``dictionary`` (``side``: its
+    name in the error, e.g. "source") holds."""
     found = [dictionary.index(s) for s in DIGIT_SYMBOLS if s in dictionary]
     if not found:
-        raise ValueError(f"{ABACUS_MAX_ID_FLAG}: the dictionary has none of the digits 0-9")
+        which = f"the {side} dictionary" if side else "the dictionary"
+        raise ValueError(f"{ABACUS_FLAG}: {which} has none of the digits 0-9")
     return torch.tensor(found, dtype=torch.long)
 
 
@@ -150,6 +155,25 @@ class CouplingSymbols(NamedTuple):
     def from_dictionary(cls, dictionary):
         sep = dictionary.index(SEP_SYMBOL) if SEP_SYMBOL in dictionary else -1
         return cls(dictionary.pad(), dictionary.eos(), sep)
+
+    @classmethod
+    def for_task(cls, task, dictionary):
+        """The symbols of a source dictionary checked for ``task`` when the model is built:
+        add/addneg need [SEP] and refuse compgen-data's --alignment-tokens markers (P1, P2,
+        ...: they would double the operands' width W against a sum of W tokens)."""
+        check_task(task)
+        symbols = cls.from_dictionary(dictionary)
+        if task in ("add", "addneg"):
+            if symbols.sep < 0:
+                raise ValueError(
+                    f"{COUPLING_FLAG} {task}: the source dictionary has no {SEP_SYMBOL}"
+                )
+            if "P1" in dictionary:
+                raise ValueError(
+                    f"{COUPLING_FLAG} {task}: the source dictionary has --alignment-tokens "
+                    "markers (P1, ...), whose sources coupling does not lay out"
+                )
+        return symbols
 
 
 def check_task(task):
@@ -286,3 +310,64 @@ class PositionCoupling(nn.Module):
         whole prefix and keeps the last column, as fairseq does with its position tables)."""
         ids = coupled_target_ids(self.task, src_tokens, prev_output_tokens, self.symbols, start)
         return self.table(ids)
+
+
+# -- in a model: the vectors one stack adds where fairseq adds its absolute positions -------------
+class DigitDraws:
+    """The draws of the current forward of one stack, set around it (``drawn``), None outside:
+    the source tokens (what the decoder's coupled ids are laid out from), the Abacus offset
+    (an int) and the coupling starts ((B,) long or None). The encoder draws them; the decoder
+    reads them from ``encoder_out``, so that both sides of a batch, and its beams, share them."""
+
+    def __init__(self):
+        self.src_tokens = self.offset = self.start = None
+
+    @contextlib.contextmanager
+    def drawn(self, src_tokens, offset, start):
+        self.src_tokens, self.offset, self.start = src_tokens, offset, start
+        try:
+            yield
+        finally:
+            self.src_tokens = self.offset = self.start = None
+
+
+class DigitPositionVectors(nn.Module):
+    """(B, T, D): what one stack (encoder or ``decoder``) adds to its scaled token embeddings
+    where fairseq adds ``embed_positions``: its Abacus vectors (``abacus``, the side's
+    AbacusEmbedding) plus the coupled position vectors (``coupling``, the model's shared
+    PositionCoupling), either None when off, for the draws of the current forward (``draws``).
+    Called as fairseq calls its position embeddings; in incremental decoding on the whole prefix
+    (fairseq keeps the last column). The tables are the stack's modules (their state-dict keys
+    ``encoder.abacus.table.weight`` ...); this module only refers to them (no parameters)."""
+
+    def __init__(self, abacus, coupling, draws, decoder, max_positions):
+        super().__init__()
+        self.parts = (abacus, coupling)  # a tuple: not registered as submodules
+        self.draws, self.decoder = draws, decoder
+        self.max_positions = max_positions  # read by fairseq's max_positions()
+
+    def forward(self, tokens, incremental_state=None):
+        abacus, coupling = self.parts
+        draws = self.draws
+        if draws.offset is None:
+            raise RuntimeError("Abacus / coupled positions: no draws outside the stack's forward")
+        vectors = []
+        if abacus is not None:
+            vectors.append(abacus(tokens, draws.offset))
+        if coupling is not None:
+            if self.decoder:
+                vectors.append(coupling.target(draws.src_tokens, tokens, draws.start))
+            else:
+                vectors.append(coupling.source(tokens, draws.start))
+        return vectors[0] if len(vectors) == 1 else vectors[0] + vectors[1]
+
+    def add_to(self, embed_positions):
+        """Add the vectors to the output of the stack's own position embedding (a forward
+        hook: its parameters and state-dict keys stay); in incremental decoding fairseq's
+        embeddings return the last step only, which gets the prefix's last column."""
+
+        def add(module, args, output):
+            vectors = self(args[0])
+            return output + vectors[:, vectors.size(1) - output.size(1) :]
+
+        return embed_positions.register_forward_hook(add)
