@@ -111,6 +111,12 @@ POSITION_ROWS = tuple(
 )
 POSITION_ROWS += ("compgen_rel_eb_cope_c", "compgen_fire_rand_c")
 PAPER_ROWS += [Row(preset, 3, (), POSITION_COLUMNS) for preset in POSITION_ROWS]
+# Input-side digit positions on rel2-eb-c: Abacus ids on the four columns; position coupling is
+# defined per format, so one row per column (its preset names the column's format).
+PAPER_ROWS += [Row("compgen_rel2_eb_abacus_c", 3, (), POSITION_COLUMNS)]
+PAPER_ROWS += [Row(f"compgen_rel2_eb_coupled_{t}_c", 3, (), (t,)) for t in POSITION_COLUMNS]
+POSITION_ROWS += ("compgen_rel2_eb_abacus_c",)
+POSITION_ROWS += tuple(f"compgen_rel2_eb_coupled_{t}_c" for t in POSITION_COLUMNS)
 # COGS tagging: the model is encoder-only, so each row is tagged by the tagging_transformer
 # architecture with the row's encoder: row -> (tagging arch, extra fairseq-train options), or
 # ("=ROW", ()): the same encoder as ROW, whose tagging run stands for this row too (not trained

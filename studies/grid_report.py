@@ -882,13 +882,16 @@ def position_table(rows):
     checkpoint's accuracy, mean ± std (runs)."""
     cells = _by_cell(rows)
     labels = dict(PAPER_BUDGET_LABELS)
+    planned = {row.preset: row for row in grid_plan.PAPER_ROWS}
     presets = ("compgen_rel2_eb_c",) + grid_plan.POSITION_ROWS
+
+    def cell(preset, task):
+        if not grid_plan.runs_column(planned[preset], task):
+            return "not planned"
+        return _ms_text(_mean_std([r["accuracy"] for r in cells.get((preset, task), {}).values()]))
+
     table = [
-        [f"`{preset}`"]
-        + [
-            _ms_text(_mean_std([r["accuracy"] for r in cells.get((preset, task), {}).values()]))
-            for task in grid_plan.POSITION_COLUMNS
-        ]
+        [f"`{preset}`"] + [cell(preset, task) for task in grid_plan.POSITION_COLUMNS]
         for preset in presets
     ]
     return markdown_table(["row"] + [labels[t] for t in grid_plan.POSITION_COLUMNS], table)

@@ -428,10 +428,10 @@ def test_paper_budget_plan_blocks_and_commands(tmp_path):
         env=ENV,
     )
     cells = [line.split() for line in proc.stdout.splitlines() if line.startswith("  todo ")]
-    # 3 tagging rows x 5 seeds; 4 seq2seq rows x 3 seeds x 7 columns; 10 position rows x 3 seeds
-    # x 4 columns (add, addneg, reverse, dup)
-    planned = 3 * 5 + 4 * 3 * 7 + 10 * 3 * 4
-    assert len(cells) == load_report().paper_plan_total() == planned == 219
+    # 3 tagging rows x 5 seeds; 4 seq2seq rows x 3 seeds x 7 columns; 11 position rows x 3 seeds
+    # x 4 columns (add, addneg, reverse, dup); 4 coupling rows x 3 seeds x their one column
+    planned = 3 * 5 + 4 * 3 * 7 + 11 * 3 * 4 + 4 * 3
+    assert len(cells) == load_report().paper_plan_total() == planned == 243
     tasks = [c[3] for c in cells]
     blocks = [
         ["cogs-tagging"],
@@ -440,7 +440,7 @@ def test_paper_budget_plan_blocks_and_commands(tmp_path):
         ["scan-length", "scan-addjump"],
         ["addneg"],
     ]
-    sizes = [15, 24 + 10 * 3 * 2, 24 + 10 * 3, 24, 12 + 10 * 3]
+    sizes = [15, 24 + 12 * 3 * 2, 24 + 12 * 3, 24, 12 + 12 * 3]
     start = 0
     for block, size in zip(blocks, sizes):
         assert set(tasks[start : start + size]) == set(block)
@@ -456,6 +456,8 @@ def test_paper_budget_plan_blocks_and_commands(tmp_path):
         *(f"compgen_{s}{n}_c" for n in ("", "2") for s in ("alibi", "t5", "rope", "fire")),
         "compgen_rel_eb_cope_c",
         "compgen_fire_rand_c",
+        "compgen_rel2_eb_abacus_c",
+        "compgen_rel2_eb_coupled_add_c",
     }
     assert {c[4] for c in cells if c[3] == "scan-length"} == rows - set(POSITION_ROWS)
     dry = run(
@@ -568,7 +570,7 @@ def test_paper_budget_report(tmp_path):
         csv.writer(f).writerow(["renamed", "cogs", "1", "6032", 0.4, "9", "d", "gen"])
     with pytest.raises(report.ReportError, match="renamed: a variant in the CSV that"):
         report.main(args)
-    assert "Runs recorded: 10 of 219 planned" in text
+    assert "Runs recorded: 10 of 243 planned" in text
     assert "times over the 9 runs that record them" in text
     lost = next(
         line for line in text.splitlines() if line.startswith("| 3 | reverse | compgen_rel2")

@@ -442,3 +442,25 @@ def test_position_presets_put_each_scheme_where_their_names_say():
     assert schemes(cope) == (
         "RelativePositionBias", "NoneType", "ContextualPositions", "NoneType", True
     )  # fmt: skip
+
+
+@pytest.mark.parametrize("task", ["add", "addneg", "reverse", "dup"])
+def test_digit_position_presets_are_rel2_eb_c_plus_one_factor(task):
+    from fairseq.data import Dictionary
+    from model_testing import build
+
+    d = Dictionary()
+    for symbol in [*"0123456789", "[SEP]", "#", "-"]:
+        d.add_symbol(symbol)
+    base, _ = build(["--arch", "compgen_rel2_eb_c"], dictionary=d)
+    keys = set(base.state_dict())
+    abacus, _ = build(["--arch", "compgen_rel2_eb_abacus_c"], dictionary=d)
+    added = set(abacus.state_dict()) - keys
+    assert added == {"encoder.abacus.table.weight", "decoder.abacus.table.weight"}
+    assert set(abacus.state_dict()) >= keys
+    coupled, args = build(["--arch", f"compgen_rel2_eb_coupled_{task}_c"], dictionary=d)
+    assert args.position_coupling == task and args.rel_pos == "eb" and args.rel_pos_cross
+    assert set(coupled.state_dict()) - keys == {
+        "encoder.coupling.table.weight",
+        "decoder.coupling.table.weight",
+    }

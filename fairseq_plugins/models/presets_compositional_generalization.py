@@ -14,7 +14,9 @@ the paper's table rows.
   in the decoder-to-encoder attention, as rel2), ``compgen_comp_{alibi,t5,rope,fire}_c`` (the
   same with compositional attention everywhere), ``compgen_rel_eb_nope_c`` (NoPE decoder, rel-eb
   encoder), ``compgen_rel_eb_cope_c`` (CoPE decoder, rel-eb encoder), ``compgen_fire_rand_c``
-  (FIRE reading randomized positions) and ``compgen_ndr_c``
+  (FIRE reading randomized positions), ``compgen_rel2_eb_abacus_c`` and
+  ``compgen_rel2_eb_coupled_{add,addneg,reverse,dup}_c`` (rel2-eb-c with Abacus ids or position
+  coupling for that column's format) and ``compgen_ndr_c``
   (Neural Data Router encoder, 4 shared layers; rel2-eb decoder).
 - COGS as sequence tagging (section 4.5.1, Table 5; the encoder-only ``tagging_transformer``,
   docs/official-code.md O2): ``cogs_tagging_base`` (the notebook's "base": small-2,
@@ -148,6 +150,29 @@ def compgen_fire_rand_c(args):
     args.copy_decoder = True
     compgen_shape(args, "small", 2)
     variant_base_architecture(args)
+
+
+def _register_digit_positions(name, abacus=False, coupling=None):
+    """rel2-eb-c with input-side digit positions added (one factor): Abacus ids (McLeish et al.
+    2024) or position coupling (Cho et al. 2024), which needs the column's format (COUPLING)."""
+
+    @register_model_architecture("variant_transformer", name)
+    def arch(args):
+        if abacus:
+            args.abacus = True
+        if coupling and getattr(args, "position_coupling", None) is None:
+            args.position_coupling = coupling
+        args.rel_pos = getattr(args, "rel_pos", None) or "eb"
+        args.rel_pos_cross = args.copy_decoder = True
+        compgen_shape(args, "small", 2)
+        variant_base_architecture(args)
+
+    arch.__name__ = name
+
+
+_register_digit_positions("compgen_rel2_eb_abacus_c", abacus=True)
+for _task in ("add", "addneg", "reverse", "dup"):
+    _register_digit_positions(f"compgen_rel2_eb_coupled_{_task}_c", coupling=_task)
 
 
 # NoPE in the decoder (Kazemnejad et al. 2023): no position information at all there (no
