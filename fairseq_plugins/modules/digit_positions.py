@@ -1,5 +1,6 @@
-"""Digit-aware position ids for the arithmetic compgen tasks (add, addneg, reverse, dup), as
-stand-alone pieces for the encoder-decoder model (wiring: /work/notes/issue45-abacus.md).
+"""Digit-aware position ids for the arithmetic compgen tasks (add, addneg, reverse, dup): what
+``--abacus`` and ``--position-coupling`` add to the encoder-decoder model's embeddings
+(models/variant_transformer.py; docs/method.md §5.9).
 
 **Abacus** (McLeish et al., NeurIPS 2024; mcleish7/arithmetic ``abacus.py``): every token gets
 its 1-based index within its maximal run of digit tokens, 0 if it is not a digit; during
