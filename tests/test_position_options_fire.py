@@ -132,6 +132,23 @@ def test_built_fire_attentions_match_the_paper_on_each_roles_positions(need_weig
     torch.testing.assert_close(out, ref)
 
 
+def test_fire_positions_are_one_table_unless_a_sentence_is_left_padded():
+    """Per-sentence positions (a (B, T, T) MLP input) only where some sentence starts later;
+    right padding or none: the (T, T) table every sentence shares (the reference test above
+    checks both against the paper's equations)."""
+    attn = fire_model(dtype=torch.float64).encoder.layers[0].self_attn
+    right = attn._relative_positions(None, padding_mask([9, 5], 9), 9, 9, "cpu")
+    assert [p.shape for p in right] == [(9,), (9,)]
+    left = attn._relative_positions(None, padding_mask([9, 5], 9, left=True), 9, 9, "cpu")
+    assert [p.shape for p in left] == [(2, 9), (2, 9)] and left[1][1].tolist()[4:] == [
+        0,
+        1,
+        2,
+        3,
+        4,
+    ]
+
+
 def test_fire_model_decodes_incrementally_with_beam_reordering_and_ignores_padding():
     model = fire_model(dtype=torch.float64)
     assert_decodes_incrementally_with_beam_reordering(model)

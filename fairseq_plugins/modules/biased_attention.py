@@ -273,8 +273,9 @@ class BiasedAttention(nn.Module):
             # (FIRE) counts them per sentence from the first real token instead, (B, Tk).
             if key_padding_mask is not None and self.relative_positions.absolute_queries:
                 leading_padding = key_padding_mask.bool().long().cumprod(dim=1).sum(dim=1)
-                keys = torch.arange(src_len, device=device) - leading_padding.unsqueeze(1)
-                return keys[:, src_len - tgt_len :], keys
+                if leading_padding.any():  # else every sentence starts at 0: one (Tq, Tk) table
+                    keys = torch.arange(src_len, device=device) - leading_padding.unsqueeze(1)
+                    return keys[:, src_len - tgt_len :], keys
             keys = torch.arange(src_len, device=device)
             return keys[src_len - tgt_len :], keys
         # rel2: decoder step i against encoder token j, both counted from the first real token,
