@@ -52,9 +52,9 @@ def test_plan_order_seed_rounds_and_done_cells(tmp_path):
         for line in proc.stdout.splitlines()
         if line.startswith("  ") and "seed " in line
     ]
-    # 7 rows x 9 seq2seq columns (16 row-seeds) + the tagging column without the two rel2 rows,
-    # + the 7 position-scheme rows (6 and their baseline rel-eb-c) on their 6 columns, 2 seeds each
-    assert len(cells) == load_report().plan_total() == 16 * 9 + 12 + 7 * 6 * 2 == 240
+    # 7 rows x 9 seq2seq columns (17 row-seeds) + the tagging column without the two rel2 rows,
+    # + the 7 position-scheme rows (6 and their baseline rel-eb-c) on their 6 columns, 3 seeds each
+    assert len(cells) == load_report().plan_total() == 17 * 9 + 12 + 7 * 6 * 3 == 291
     new_rows = {c[4] for c in cells} - {
         "compgen_abs",
         "compgen_rel_eb",
@@ -74,10 +74,11 @@ def test_plan_order_seed_rounds_and_done_cells(tmp_path):
         "cogs",
     }
     seeds = [int(c[2]) for c in cells]
-    # 2 rows with a third seed (abs, comp-rel2-eb-c) x 9 tasks, + their tagging
-    assert seeds == sorted(seeds) and seeds.count(3) == 18 + 2
+    # 3 rows with a third seed (abs, rel2-eb-c, comp-rel2-eb-c) x 9 tasks, + the tagging of abs
+    # and comp-rel2-eb-c (rel2-eb-c's is rel-eb's), + the 7 position-scheme rows x 6 columns
+    assert seeds == sorted(seeds) and seeds.count(3) == 27 + 2 + 42
     assert cells[0] == ["done", "seed", "1", "add", "compgen_abs"]
-    assert cells[1][0] == "todo" and "240 cells, 1 done" in proc.stdout
+    assert cells[1][0] == "todo" and "291 cells, 1 done" in proc.stdout
     assert not (tmp_path / "locks").exists()  # --list starts nothing
     # The tagging column comes right after cogs in every seed round, with the row's tagging arch.
     for seed in (1, 2, 3):
@@ -217,8 +218,8 @@ def test_two_grids_on_one_out_share_the_cells(tmp_path):
     assert [g.returncode for g in grids] == [0, 0], errs
     ran = [line.split() for line in log.read_text().splitlines()]
     cells = [tuple(r[:3]) for r in ran]
-    # 7 rows, 16 row-seeds, + 7 position-scheme rows of 2 seeds, on 2 columns
-    assert len(cells) == len(set(cells)) == 2 * (16 + 14)
+    # 7 rows, 17 row-seeds, + 7 position-scheme rows of 3 seeds, on 2 columns
+    assert len(cells) == len(set(cells)) == 2 * (17 + 21)
     assert len({r[3] for r in ran}) == 2  # both grids ran cells
     with open(results, newline="") as f:
         assert sorted((r["preset"], r["task"], r["seed"]) for r in csv.DictReader(f)) == sorted(
@@ -333,7 +334,7 @@ def test_report_renders_table_categories_and_chart(tmp_path):
         assert rows[name][13] == "**0.800 (1)** (rel-eb's †)"
     assert rows["| small-2s (rel2-eb-c, shared)"][13] == "–"
     assert "† rel2-eb and rel2-eb-c have rel-eb's encoder" in text
-    assert "Runs recorded: 6 of 240 planned" in text
+    assert "Runs recorded: 6 of 291 planned" in text
     seq2seq, tagging = text.split("### COGS (tagging) per generalisation category")
     assert "| pp_recursion | 0.000 |" in seq2seq.split("### COGS (seq2seq)")[1]
     assert "| COGS gen category | compgen_abs<br>cogs_tagging_base (2) |" in tagging
