@@ -418,6 +418,8 @@ def paper_block(archive, png):
     runs = read_rows(archive / "runs.csv")
     if not runs:
         return [PAPER_BEGIN, "", "No run at the authors' protocol has finished yet.", "", PAPER_END]
+    if not (archive / "protocol.json").is_file():
+        sys.exit(f"study-retrieval-report.py: error: {archive / 'protocol.json'}: no such file")
     protocol = json.loads((archive / "protocol.json").read_text())
     rel = f"study-runs/{archive.name}"
     text = render(
