@@ -112,6 +112,9 @@ def test_retrieval_paper_block_follows_its_archive(tmp_path):
         text.split("<!-- study-paper:begin -->")[0]
         == committed(doc.name).decode().split("<!-- study-paper:begin -->")[0]
     )  # the rest of the document is untouched
+    (archive / "protocol.json").unlink()
+    with pytest.raises(SystemExit, match="protocol.json: no such file"):
+        retrieval_report.write_report(tmp_path / "no-study-folder", doc, archive)
 
 
 # ----------------------------------------------------------------------------- the studies
