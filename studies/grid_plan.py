@@ -135,7 +135,9 @@ COMPOSITIONAL = (
     "4",
 )
 TAGGING = {
-    "compgen_abs": ("cogs_tagging_base", ()),
+    # The abs row's encoder with fairseq's initialisation, as every grid row (the notebook's
+    # base model defaults to the notebook's).
+    "compgen_abs": ("cogs_tagging_base", ("--tagging-init", "fairseq")),
     "compgen_rel_eb": ("cogs_tagging_rel_eb", ()),
     "compgen_rel2_eb": ("=compgen_rel_eb", ()),
     "compgen_rel2_eb_c": ("=compgen_rel_eb", ()),

@@ -158,9 +158,12 @@ def test_sentences_longer_than_the_linear_parent_head_are_refused():
 
 def test_official_init_is_the_notebooks_keras_defaults():
     """--tagging-init official: token embeddings uniform in [-0.05, 0.05] (padding row zero), tag
-    heads Glorot-uniform with zero biases; the default keeps fairseq's normal(0, d^-0.5)."""
+    heads Glorot-uniform with zero biases; --tagging-init fairseq keeps fairseq's
+    normal(0, d^-0.5)."""
     task = tagging_task()
-    fairseq_model, _, _ = build_tagging(["--arch", "cogs_tagging_tuned"], task)
+    fairseq_model, _, _ = build_tagging(
+        ["--arch", "cogs_tagging_tuned", "--tagging-init", "fairseq"], task
+    )
     official, args, _ = build_tagging(
         ["--arch", "cogs_tagging_tuned", "--tagging-init", "official"], task
     )
@@ -172,6 +175,31 @@ def test_official_init_is_the_notebooks_keras_defaults():
     a = dict(fairseq_model.encoder.layers.named_parameters())
     b = dict(official.encoder.layers.named_parameters())
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize(
+    "arch, init",
+    [
+        ("cogs_tagging_tuned", "official"),
+        ("cogs_tagging_base", "official"),
+        ("cogs_tagging_rel_eb", "fairseq"),
+        ("cogs_tagging_rel_eb_s", "fairseq"),
+        ("tagging_transformer", "fairseq"),
+    ],
+)
+def test_the_notebooks_models_default_to_the_notebooks_init(arch, init):
+    """The notebook's base and tuned models reproduce Table 5 with its initialisation, so it is
+    their default; the grid's tagging twins and the plain architecture keep fairseq's."""
+    task = tagging_task()
+    model, args, _ = build_tagging(["--arch", arch], task)
+    assert args.tagging_init == init
+    if init == "official":
+        assert_keras_defaults(model.encoder.embed_tokens, model.tag_heads.values())
+    else:
+        d = model.encoder.embed_tokens.embedding_dim
+        assert embedding_std(model.encoder.embed_tokens) == pytest.approx(d**-0.5, rel=0.5)
+    _, args, _ = build_tagging(["--arch", arch, "--tagging-init", "fairseq"], task)
+    assert args.tagging_init == "fairseq"
 
 
 def test_tagging_model_refuses_the_copy_decoder():

@@ -88,7 +88,10 @@ def test_plan_order_seed_rounds_and_done_cells(tmp_path):
     tagging = {(c[2], c[4]): c[5:] for c in cells if c[3] == "cogs-tagging"}
     comp = ["--attention-type", "compositional", "--num-searches", "4", "--num-retrievals", "4"]
     assert tagging == {
-        **{(s, "compgen_abs"): ["->", "cogs_tagging_base"] for s in "123"},
+        **{
+            (s, "compgen_abs"): ["->", "cogs_tagging_base", "--tagging-init", "fairseq"]
+            for s in "123"
+        },
         **{(s, "compgen_rel_eb"): ["->", "cogs_tagging_rel_eb"] for s in "12"},
         **{(s, "compgen_small_2s"): ["->", "cogs_tagging_rel_eb_s"] for s in "12"},
         **{(s, "compgen_comp_rel2_eb_c"): ["->", "cogs_tagging_rel_eb", *comp] for s in "123"},
@@ -337,7 +340,10 @@ def test_report_renders_table_categories_and_chart(tmp_path):
     assert "Runs recorded: 6 of 291 planned" in text
     seq2seq, tagging = text.split("### COGS (tagging) per generalisation category")
     assert "| pp_recursion | 0.000 |" in seq2seq.split("### COGS (seq2seq)")[1]
-    assert "| COGS gen category | compgen_abs<br>cogs_tagging_base (2) |" in tagging
+    assert (
+        "| COGS gen category | compgen_abs<br>cogs_tagging_base --tagging-init fairseq (2) |"
+        in tagging
+    )
     assert "| pp_recursion | 0.500 |" in tagging
     # every run, without its date (the date stays in the CSV)
     assert "| 2 | add | compgen_abs | 9 | 0.7500 | 30 | – | 1 |\n" in text
