@@ -20,6 +20,9 @@ RETRIEVAL_SCORINGS = ("dot", "mlp", "learned-key", "learned-key-mlp")
 REL_POS_MODES = ("none", "e", "b", "eb")
 # cope: decoder self-attention only (variant_config.py refuses it elsewhere).
 POSITION_SCHEMES = ("alibi", "t5", "rope", "nope", "fire", "cope")
+# The attention types that CoPE is defined for (their logits are per head, or per search, with a
+# causal mask); geometric attention is encoder-only and has neither.
+COPE_ATTENTION_TYPES = ("multihead", "compositional")
 ALL_REL_POS_MODES = REL_POS_MODES + POSITION_SCHEMES
 
 # --position-coupling: the compgen tasks whose digit layout position coupling knows

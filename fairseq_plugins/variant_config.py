@@ -18,6 +18,7 @@ from plugin_tools.errors import PluginConfigError
 from .option_choices import (
     ALL_REL_POS_MODES,
     ATTENTION_TYPES,
+    COPE_ATTENTION_TYPES,
     COPY_PROJECTIONS,
     COUPLING_TASKS,
     ENCODER_ATTENTION_TYPES,
@@ -328,7 +329,8 @@ class VariantConfig(FairseqDataclass):
 
     def check_contextual_positions(self):
         """CoPE is defined for causal self-attention (its position sums run to the query through
-        the causal mask): the decoder's, of multi-head attention, only."""
+        the causal mask): the decoder's only, of an attention type in COPE_ATTENTION_TYPES
+        (multi-head: per head; compositional: per search)."""
         for flag, value in (
             ("--rel-pos", self.rel_pos),
             ("--encoder-rel-pos", self.encoder_rel_pos),
@@ -341,10 +343,10 @@ class VariantConfig(FairseqDataclass):
         if self.cope_max_pos < 1:
             raise PluginConfigError(f"--cope-max-pos must be >= 1 (got {self.cope_max_pos})")
         decoder_type = self.attention_type_for("decoder")
-        if self.rel_pos_for("decoder") == "cope" and decoder_type != "multihead":
+        if self.rel_pos_for("decoder") == "cope" and decoder_type not in COPE_ATTENTION_TYPES:
             raise PluginConfigError(
-                f"--decoder-rel-pos cope needs multi-head decoder self-attention (got "
-                f"--decoder-attention-type {decoder_type})"
+                f"--decoder-rel-pos cope needs decoder self-attention of type "
+                f"{' or '.join(COPE_ATTENTION_TYPES)} (got --decoder-attention-type {decoder_type})"
             )
 
     def attention_type_for(self, role):

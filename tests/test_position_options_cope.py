@@ -1,5 +1,5 @@
-"""CoPE as an option (--decoder-rel-pos cope): parsing and one-line errors for the roles and
-attention types it does not apply to, the built decoder self-attention against a re-statement of
+"""CoPE as an option (--decoder-rel-pos cope): parsing and one-line errors for the roles it
+does not apply to, the built decoder self-attention against a re-statement of
 the paper's equations, incremental decoding with a beam reorder, padding invariance, state-dict
 keys, the explicit path, and one run through fairseq-train and fairseq-generate."""
 
@@ -53,11 +53,7 @@ def test_cope_builds_in_decoder_self_attention_only():
         (["--rel-pos", "cope"], "--rel-pos cope: CoPE applies to decoder self-attention only "),
         (["--encoder-rel-pos", "cope"], "--encoder-rel-pos cope: CoPE applies to decoder self-"),
         (["--decoder-rel-pos", "cope", "--cope-max-pos", "0"], r"--cope-max-pos must be >= 1 \("),
-        (
-            ["--decoder-rel-pos", "cope", "--attention-type", "compositional"],
-            r"--decoder-rel-pos cope needs multi-head decoder self-attention \(got "
-            "--decoder-attention-type compositional",
-        ),
+        # compositional decoder self-attention has CoPE per search: test_cope_compositional.py
     ],
 )
 def test_cope_elsewhere_is_a_one_line_error_naming_the_flag(args, message):
@@ -133,10 +129,15 @@ def test_cope_forces_the_explicit_path_and_its_table_gets_gradients(monkeypatch)
 
 
 @pytest.mark.slow
-def test_cope_trains_and_generates_through_fairseqs_clis(demo_bin, tmp_path):
+@pytest.mark.parametrize("attention_type", ["multihead", "compositional"])
+def test_cope_trains_and_generates_through_fairseqs_clis(demo_bin, tmp_path, attention_type):
     from position_options_testing import train_and_generate
 
     options = ["--decoder-rel-pos", "cope", "--cope-max-pos", "8"]
+    options += ["--decoder-attention-type", attention_type]
     checkpoint = train_and_generate(demo_bin, tmp_path / "ckpt", options)
     table = checkpoint["model"]["decoder.layers.0.self_attn.contextual_positions.embeddings"]
+    # head width, or search width (searches default to the heads)
     assert table.shape == (8, 16) and table.abs().sum() > 0  # trained away from its zero start
+    if attention_type == "compositional":
+        assert "decoder.layers.0.self_attn.retrieval_query_proj.weight" in checkpoint["model"]

@@ -13,6 +13,11 @@ forward gives every O_ij (values of all retrievals concatenated on features, sha
 The retrieval key is folded into the query, ``q_i . (O_ij W_rk + b) = O_ij . (q_i W_rk) + q_i . b``,
 so the (..., R, d_s) key tensor is never built. No Python loop over searches or retrievals.
 
+Position schemes apply to the searches as to heads. CoPE (--decoder-rel-pos cope, docs/method.md
+§5.7): each search's gates are the sigmoid of its own scaled, masked logits Q_i K_i^T / sqrt(d_h),
+and q_i . e(p) (Q_i's row, one table of width d_h shared by the searches) is added to them before
+A_i's softmax; it forces the explicit path, whose search weights then feed the retrievals as usual.
+
 Options of the official implementation (official fairseq fork, ``compositional_attention.py`` and
 ``compositional_attention_func.py``; docs/official-code.md A2-A3, docs/method.md §1.7-1.10):
   scoring "mlp"           c_ij = softmax_j(MLP([O_ij ; q_i])) on the unscaled q_i (only the dot
@@ -54,7 +59,7 @@ from fairseq_plugins.option_choices import RETRIEVAL_SCORINGS, ChoiceRegistry
 
 from .biased_attention import BiasedAttention, split_width
 from .numerics import at_least_float32, softmax_fp32
-from .position_schemes import build_position_scheme
+from .position_schemes import build_position_scheme, is_contextual
 
 # The constructor arguments that come from the CompositionalPlan's field of the same name
 # (--retrieval-scoring, --retrieval-mlp-hidden, ...).
@@ -189,15 +194,20 @@ class CompositionalAttention(BiasedAttention):
     @classmethod
     def from_plan(cls, plan, spec):
         """Built for one attention (an AttentionSpec) from its AttentionPlan: the position scheme
-        and ``plan.settings``, a CompositionalPlan (searches and retrievals default to the
-        layer's heads, the retrieval value width to the attention width)."""
+        (CoPE, --decoder-rel-pos cope: ``contextual_positions``, one table of the search width
+        shared by the searches) and ``plan.settings``, a CompositionalPlan (searches and
+        retrievals default to the layer's heads, the retrieval value width to the attention
+        width)."""
         settings = plan.settings
         width = spec.inner_dim or spec.embed_dim
         searches = spec.num_heads if settings.num_searches is None else settings.num_searches
         retrievals = spec.num_heads if settings.num_retrievals is None else settings.num_retrievals
-        relative_positions = build_position_scheme(
+        # The searches play the heads' part: a scheme (CoPE's table too) is built at the search
+        # width d/S, and CoPE goes to ``contextual_positions`` (a term from each search's logits).
+        scheme = build_position_scheme(
             plan.positions, split_width(width, searches, "searches"), searches
         )
+        contextual = is_contextual(scheme)
         retrieval = {name: getattr(settings, name) for name in RETRIEVAL_ARGUMENTS}
         return cls(
             spec.embed_dim,
@@ -206,7 +216,8 @@ class CompositionalAttention(BiasedAttention):
             settings.retrieval_qk_dim,
             attn_dim=width if settings.attn_dim is None else settings.attn_dim,
             search_dim=width,
-            relative_positions=relative_positions,
+            relative_positions=None if contextual else scheme,
+            contextual_positions=scheme if contextual else None,
             **retrieval,
             **spec.module_kwargs(),
         )

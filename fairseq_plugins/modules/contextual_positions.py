@@ -9,8 +9,11 @@ For query i and key j <= i (causal attention):
     s_ij += q_i . e(p_ij)
 
 ``e`` is a table of ``max_pos`` vectors of the head width, shared by the heads of the attention
-and started at zero (both as in the paper's code, Appendix B). The interpolation is done on the
-scalars ``q_i . e[k]`` (one (Tq, max_pos) product per head instead of a (Tq, Tk, d) tensor).
+and started at zero (both as in the paper's code, Appendix B). Nothing here depends on what a
+"head" is: compositional attention hands its searches' logits and queries (width d/S) in the
+place of heads (docs/method.md §5.7), multi-head attention its heads'. The interpolation is done
+on the scalars ``q_i . e[k]`` (one (Tq, max_pos) product per head instead of a (Tq, Tk, d)
+tensor).
 The added term is not divided by sqrt(d_h); gradients flow through the gates into q and k.
 
 CoPE needs the logits themselves, so it is not a bias from positions (``position_schemes.py``):
@@ -52,11 +55,13 @@ class ContextualPositions(nn.Module):
 
     def forward(self, q, logits, mask=None):
         """The term to add to the logits, (B, H, Tq, Tk) in q's dtype. ``q`` (B, H, Tq, d_h): the
-        unscaled queries; ``logits`` (B, H, Tq, Tk): q k^T * scaling of those queries."""
+        unscaled queries; ``logits`` (B, H, Tq, Tk): q k^T * scaling of those queries. H: the
+        heads, or a compositional attention's searches (d_h: the search width)."""
         if q.size(-1) != self.embeddings.size(-1):
             raise ValueError(
                 f"CoPE was built for heads of width {self.embeddings.size(-1)}, got queries of "
-                f"width {q.size(-1)} (--encoder/decoder-attention-heads, --*-embed-dim)"
+                f"width {q.size(-1)} (--decoder-attention-heads or --num-searches, "
+                "--decoder-embed-dim)"
             )
         if logits.shape[:-1] != q.shape[:-1]:
             raise ValueError(

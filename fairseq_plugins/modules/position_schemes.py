@@ -225,7 +225,8 @@ def _fire(plan, head_dim, num_heads):
 @POSITION_SCHEMES.register("cope")
 def _cope(plan, head_dim, num_heads):
     """CoPE (contextual_positions.py): one table of head width per attention, shared by its
-    heads; decoder self-attention of multi-head attention only (checked by the options)."""
+    heads (a compositional attention's searches); decoder self-attention only, of the attention
+    types in COPE_ATTENTION_TYPES (checked by the options)."""
     return ContextualPositions(head_dim, plan.cope_max_pos)
 
 
