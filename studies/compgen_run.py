@@ -60,6 +60,9 @@ Options:
                      longest source of train and test (+ </s>) with --pad-source-to-length,
                      on the right (fairseq 0.12's flag --left-pad-source, which sets it to
                      False), also for generation
+  --notebook-padding rows 5 and 6 of that table alone, for one-factor studies: the copy attention
+                     over padding (--copy-attend-padding) with the source padded as --notebook
+                     pads it (training and generation); --notebook includes it
   --grid-row ROW     record the runs as the row ROW instead of PRESET (a variant of a preset,
                      e.g. with other fairseq-train options after `--`): the CSV's preset column
                      is ROW, its extra_args begin with `--arch PRESET`, the run folders are
@@ -101,6 +104,7 @@ def parse(argv, usage):
     p.add_argument("--beam", default="1")
     p.add_argument("--data-seed", default="1")
     p.add_argument("--notebook", action="store_true")
+    p.add_argument("--notebook-padding", action="store_true")
     args = p.parse_with_extra(argv)
     if len(args.positional) != 2:
         raise ExperimentError("need PRESET and TASK (see --help)")
@@ -167,6 +171,8 @@ def main(argv, prog="compgen-run", usage="scripts/experiment.py compgen-run"):
     extra_args = recorded_extra_args(args)
     if args.notebook:
         add_notebook_options(args, data / "raw", split)
+    elif args.notebook_padding:
+        add_notebook_padding(args, data / "raw", split)
 
     def recorded(seed):
         return recorded_in(csv_path, [row_name, args.task, str(seed), str(n_train), str(n_test)])
@@ -222,13 +228,23 @@ def scored_split(raw):
 def recorded_extra_args(args):
     """The CSV's extra_args: what sets the run apart from its preset, not the recipe's options."""
     extra_args = (["--arch", args.preset] if args.grid_row else []) + args.extra
-    return ["--notebook", *extra_args] if args.notebook else extra_args
+    if args.notebook:
+        return ["--notebook", *extra_args]
+    return ["--notebook-padding", *extra_args] if args.notebook_padding else extra_args
 
 
 def add_notebook_options(args, raw, split):
     """The notebook path's fairseq-train options and source padding (generation pads alike)."""
     padding = notebook_padding(raw, split)
     args.extra = [*NOTEBOOK_TRAIN, *padding, *args.extra]
+    args.generate_options = padding
+
+
+def add_notebook_padding(args, raw, split):
+    """Only the notebook's copy attention over padding and its source padding (rows 5 and 6 of
+    docs/compgen.md's table): one factor of the notebook path."""
+    padding = notebook_padding(raw, split)
+    args.extra = ["--copy-attend-padding", *padding, *args.extra]
     args.generate_options = padding
 
 

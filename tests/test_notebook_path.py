@@ -406,3 +406,32 @@ def test_tiny_notebook_run_end_to_end(tmp_path):
     assert (run_dir / "generate.out").read_text().count("\nH-") == 100
     data = out / "data" / "reverse-small-nb-s1" / "raw"
     assert SimpleNamespace(**{"n": len((data / "train.src").read_text().splitlines())}).n == 1000
+
+
+@pytest.mark.slow
+def test_notebook_padding_alone_is_one_factor(tmp_path):
+    """compgen-run --notebook-padding: rows 5 and 6 only (copy attention over padding, the source
+    right-padded to the notebook's length in training and generation), everything else ours."""
+    out, results = tmp_path / "out", tmp_path / "r.csv"
+    run(
+        ["bash", ROOT / "scripts" / "compgen-run.sh", "compgen_rel2_eb_c", "reverse", "--small"]
+        + ["--max-update", "4", "--notebook-padding", "--out", out, "--csv", results]
+        + ["--", "--cpu", "--log-interval", "2"],
+        env=ENV,
+    )
+    (row,) = list(csv.DictReader(results.open()))
+    assert row["extra_args"].startswith("--notebook-padding ")
+    run_dir = out / "runs" / "compgen_rel2_eb_c" / "reverse-small" / "seed1"
+    raw = out / "data" / "reverse-small-s1" / "raw"
+    length = compgen_run.notebook_padding(raw, "test")[-1]
+    log = (run_dir / "train.log").read_text()
+    for option in ("copy_attend_padding=True", "left_pad_source=False"):
+        assert option in log
+    assert f"pad_source_to_length={length}" in log
+    for option in ("notebook_batches=False", "seq2seq_init='fairseq'", "warmup_init_lr=1e-07"):
+        assert option in log
+    assert "layernorm_eps=1e-06" not in log and "decoder_output_bias=True" not in log
+    generation = (run_dir / "generate.log").read_text()
+    # fairseq-generate prints its task config as a dict
+    assert f"'pad_source_to_length': {length}" in generation
+    assert "'left_pad_source': False" in generation
