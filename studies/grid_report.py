@@ -602,6 +602,8 @@ PAPER_BASELINES = {  # compared row -> its baseline: the attention apart (and, f
     "compgen_comp_rel2_eb_c": "compgen_rel2_eb_c",
     "compgen_comp_rel2_eb_cs": "compgen_rel2_eb_c",
     "cogs_tagging_tuned_comp": "cogs_tagging_tuned",
+    # the same pair with fairseq's initialisation, the tagging presets' former default (variants)
+    "tuned_comp_fairseq_init": "tuned_fairseq_init",
 }
 
 
@@ -683,7 +685,7 @@ def paper_tagging_table(rows):
         table.append(
             [
                 f"{name}<br>`{row}`",
-                _ms_text(final),
+                "not run yet" if final is None else _ms_text(final),
                 _ms_text(best),
                 "–" if pv is None else f"{pv:.3f}",
                 diff,
@@ -746,49 +748,73 @@ PAIRED_HEAD = ["column", "pair", "seeds", None, "baseline", "mean Δ", "95% CI (
 PAIRED_HEAD += ["reading", "CPU ratio"]
 
 
-def paired_comparison(rows, pairs=None, labels=None, row_head="compositional"):
+def paired_comparison(rows, pairs=None, labels=None, row_head="compositional", note_unpaired=False):
     """Each compared row against its baseline (PAIRS: row -> baseline; the paper budget's by
     default) on every column of LABELS both have runs of, paired by seed (only seeds both have):
     mean difference of the reported accuracies, 95% t-interval, paired t-test p, and the CPU-time
-    ratio."""
+    ratio; with NOTE_UNPAIRED, a line below the table names the pairs with no seed of both in any
+    column (rows whose runs are still to come)."""
     cells = _by_cell(rows)
     pairs = PAPER_BASELINES if pairs is None else pairs
     labels = dict(PAPER_BUDGET_LABELS if labels is None else labels)
-    table = []
+    table, unpaired = [], []
     for comp, base in pairs.items():
-        for task in (t for t in labels if (comp, t) in cells and (base, t) in cells):
-            row = _paired_row(labels[task], comp, base, cells[comp, task], cells[base, task])
-            table += [row] if row else []
+        found = [
+            _paired_row(labels[task], comp, base, cells[comp, task], cells[base, task])
+            for task in labels
+            if (comp, task) in cells and (base, task) in cells
+        ]
+        table += [row for row in found if row]
+        unpaired += [] if any(found) else [f"`{comp}` − `{base}`"]
     if not table:
         return "No column has runs of both a compared row and its baseline yet.\n"
-    return markdown_table([row_head if h is None else h for h in PAIRED_HEAD], table)
+    text = markdown_table([row_head if h is None else h for h in PAIRED_HEAD], table)
+    if note_unpaired and unpaired:
+        text += f"\nNot compared yet (no seed with runs of both): {', '.join(unpaired)}.\n"
+    return text
+
+
+def variant_baseline(name, variant, rows, by_variant):
+    """({seed: run} the variant NAME is compared with, what they are in words): the runs of the
+    variant named by `against`, else its grid row's runs in its column (ROWS)."""
+    if variant.against is None:
+        runs = {
+            r["seed"]: r for r in rows if (r["preset"], r["task"]) == (variant.base, variant.task)
+        }
+        return runs, "the row"
+    other = VARIANTS.get(variant.against)
+    if other is None or other.task != variant.task:
+        raise ReportError(
+            f"{name}: against {variant.against}: no variant of that name in the {variant.task} "
+            "column (paper_variants.py)"
+        )
+    return by_variant.get(variant.against, {}), f"`{variant.against}`"
 
 
 def variants_table(rows, variant_rows):
-    """Each one-factor variant (scripts/paper-variants.sh) against its grid row, paired by
-    seed."""
+    """Each one-factor variant (scripts/paper-variants.sh) against its grid row or, where it
+    names one (`against`), another variant, paired by seed; in the order of VARIANTS."""
     if not variant_rows:
         return "No variant run recorded yet (scripts/paper-variants.sh).\n"
     by_variant = {}
     for r in variant_rows:
+        if r["preset"] not in VARIANTS:
+            raise ReportError(
+                f"{r['preset']}: a variant in the CSV that paper_variants.py does not define"
+            )
         by_variant.setdefault(r["preset"], {})[r["seed"]] = r
     table = []
-    for name, runs in by_variant.items():
-        variant = VARIANTS.get(name)
-        if variant is None:
-            raise ReportError(
-                f"{name}: a variant in the CSV that paper_variants.py does not define"
-            )
-        base = {
-            r["seed"]: r for r in rows if r["preset"] == variant.base and r["task"] == variant.task
-        }
+    for name in (v for v in VARIANTS if v in by_variant):
+        runs, variant = by_variant[name], VARIANTS[name]
+        base, against = variant_baseline(name, variant, rows, by_variant)
         seeds = sorted(set(runs) & set(base), key=int)
         final = _mean_std([runs[s]["accuracy"] for s in runs])
         best = _mean_std([runs[s]["accuracy_best"] for s in runs])
         d = [runs[s]["accuracy"] - base[s]["accuracy"] for s in seeds]
-        if not d:
-            ci = "–"
+        if not d:  # e.g. a row whose runs with the presets' new default are not recorded yet
+            baseline, ci = f"no run of {against} on these seeds yet", "–"
         else:
+            baseline = _ms_text(_mean_std([base[s]["accuracy"] for s in seeds]))
             mean, half = _t_interval(d)
             ci = f"{mean:+.3f}" + (
                 "" if half is None else f" [{mean - half:+.3f}, {mean + half:+.3f}]"
@@ -796,23 +822,23 @@ def variants_table(rows, variant_rows):
         table.append(
             [
                 f"`{name}`",
-                f"`{variant.base}` on {variant.task}",
+                f"`{variant.base}` on {variant.task}, against {against}",
                 variant.factor,
                 _ms_text(final),
                 _ms_text(best),
-                _ms_text(_mean_std([base[s]["accuracy"] for s in seeds])),
+                baseline,
                 ci,
                 ", ".join(f"{runs[s]['accuracy']:.3f}" for s in sorted(runs, key=int)),
             ]
         )
     head = [
         "variant",
-        "of the row (column)",
+        "of the row (column), compared with",
         "the one factor changed",
         "final checkpoint",
         "best-by-valid",
-        "the row, same seeds",
-        "Δ vs the row, same seeds (95% t-interval)",
+        "compared with, same seeds",
+        "Δ, same seeds (95% t-interval)",
         "seeds (final)",
     ]
     return markdown_table(head, table)
@@ -1026,7 +1052,7 @@ def paper_generated(rows, cat_rows, variant_rows=(), notebook_rows=()):
         budget_table=paper_budget_table(rows),
         runs_recorded=runs_recorded,
         tagging_table=paper_tagging_table(rows),
-        paired_comparison=paired_comparison(rows),
+        paired_comparison=paired_comparison(list(rows) + list(variant_rows), note_unpaired=True),
         variants_table=variants_table(rows, variant_rows),
         notebook_table=notebook_table(rows, notebook_rows),
         position_table=position_table(rows),

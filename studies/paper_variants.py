@@ -17,7 +17,8 @@ Usage: {usage} [--seeds N] [--only NAME]... [--out DIR] [--csv FILE]
 Trains variants of rows of the paper-budget grid (scripts/compgen-grid.sh --budget paper: the
 authors' epochs, Noam with 4,000 warm-up, final checkpoint reported, best-by-valid beside it),
 one run at a time, resumable (a variant-seed in the CSV is skipped). The unchanged model is the
-grid's row (docs/compgen-paper.csv); each variant changes one factor:
+grid's row (docs/compgen-paper.csv) or, where one is named in parentheses, another variant;
+each variant changes one factor:
 {variants}
 Options:
   --seeds N     seeds 1..N of every variant (default 3)
@@ -32,37 +33,58 @@ Options:
 
 
 class Variant(NamedTuple):
-    """A variant: the grid row it changes (its baseline), the column it runs, the one factor in
-    words, the run driver's options (after the paper budget's: a later --warmup wins) and the
-    fairseq-train options."""
+    """A variant: the grid row it changes, the column it runs, the one factor in words, the run
+    driver's options (after the paper budget's: a later --warmup wins), the fairseq-train options,
+    and the variant it is compared with (None: its grid row; a variant where the row's default
+    has changed since the variant was trained, e.g. the tagging presets' initialisation)."""
 
     base: str
     task: str
     factor: str
     run_options: tuple = ()
     train_options: tuple = ()
+    against: str | None = None
 
 
-def tagging_variant(factor, run_options=(), train_options=()):
-    """A variant of the notebook's "tuned" tagging model (its 0.784 in Table 5)."""
-    return Variant("cogs_tagging_tuned", grid_plan.TAGGING_TASK, factor, run_options, train_options)
+def tagging_variant(factor, base="cogs_tagging_tuned", against=None, **options):
+    """A variant of one of the paper-budget tagging rows (the notebook's "tuned", 0.784 in
+    Table 5, unless BASE says otherwise)."""
+    return Variant(base, grid_plan.TAGGING_TASK, factor, against=against, **options)
 
+
+# The notebook's tagging presets default to its Keras initialisation of the token embeddings and
+# tag heads; these variants (and the rows they were compared with) ran on fairseq's.
+FAIRSEQ_INIT = ("--tagging-init", "fairseq")
+FAIRSEQ_INIT_FACTOR = (
+    "fairseq's initialisation (--tagging-init fairseq: token embeddings normal d^-0.5, tag heads "
+    "fairseq's) instead of the notebook's Keras init"
+)
 
 VARIANTS = {
-    "official_init": tagging_variant(
-        "token embeddings and tag heads initialised as the notebook's Keras layers "
-        "(--tagging-init official: embeddings uniform +-0.05 instead of normal d^-0.5)",
-        train_options=("--tagging-init", "official"),
+    "tuned_fairseq_init": tagging_variant(FAIRSEQ_INIT_FACTOR, train_options=FAIRSEQ_INIT),
+    "base_fairseq_init": tagging_variant(
+        FAIRSEQ_INIT_FACTOR, base="cogs_tagging_base", train_options=FAIRSEQ_INIT
+    ),
+    "tuned_comp_fairseq_init": tagging_variant(
+        FAIRSEQ_INIT_FACTOR, base="cogs_tagging_tuned_comp", train_options=FAIRSEQ_INIT
     ),
     "warmup600": tagging_variant(
         "Noam warm-up 600 updates instead of 4,000",
+        against="tuned_fairseq_init",
         run_options=("--warmup", "600"),
+        train_options=FAIRSEQ_INIT,
     ),
     "absolute_head": tagging_variant(
         "absolute parent head (the base model's) instead of the attention head",
+        against="tuned_fairseq_init",
         run_options=("--parent-head", "absolute"),
+        train_options=FAIRSEQ_INIT,
     ),
-    "no_dropout": tagging_variant("dropout 0 instead of 0.1", train_options=("--dropout", "0")),
+    "no_dropout": tagging_variant(
+        "dropout 0 instead of 0.1",
+        against="tuned_fairseq_init",
+        train_options=("--dropout", "0") + FAIRSEQ_INIT,
+    ),
     "rel2_eb_c_official_init": Variant(
         "compgen_rel2_eb_c",
         "cogs",
@@ -75,7 +97,10 @@ VARIANTS = {
 
 def parse(argv, usage):
     listing = "".join(
-        f"  {name:<24}{v.base} on {v.task}: {v.factor}\n" for name, v in VARIANTS.items()
+        f"  {name:<24}{v.base} on {v.task}"
+        + (f" (against {v.against})" if v.against else "")
+        + f": {v.factor}\n"
+        for name, v in VARIANTS.items()
     )
     p = runs.Parser(USAGE.format(usage=usage, variants=listing))
     p.add_argument("--seeds", default="3")

@@ -152,22 +152,27 @@ def test_dry_run_prints_the_tagging_commands(tmp_path):
 
 
 def test_paper_variants_list_their_rows_runs(tmp_path):
-    """scripts/paper-variants.sh --list: a tagging variant runs its row's tagging model, a
-    seq2seq variant compgen-run on its row's preset and paper-budget column, each recorded as
-    the variant (--grid-row) with its one changed option last; nothing starts."""
+    """scripts/paper-variants.sh --list: a tagging variant runs its row's tagging model (the
+    grid row cogs_tagging_tuned_comp: the tuned model with compositional attention), a seq2seq
+    variant compgen-run on its row's preset and paper-budget column, each recorded as the variant
+    (--grid-row) with its one changed option last; the variants trained on fairseq's
+    initialisation rerun with it; nothing starts."""
     out, results = tmp_path / "out", tmp_path / "v.csv"
     proc = run(
         ["bash", ROOT / "scripts" / "paper-variants.sh", "--list", "--seeds", "2"]
-        + ["--only", "official_init", "--only", "rel2_eb_c_official_init"]
-        + ["--out", out, "--csv", results],
+        + ["--only", "tuned_comp_fairseq_init", "--only", "rel2_eb_c_official_init"]
+        + ["--only", "no_dropout", "--out", out, "--csv", results],
         env=ENV,
     )
     lines = proc.stdout.splitlines()
-    assert len(lines) == 4
-    tagging = next(x for x in lines if "--grid-row official_init --seed 2 " in x)
+    assert len(lines) == 6
+    tagging = next(x for x in lines if "--grid-row tuned_comp_fairseq_init --seed 2 " in x)
     assert " cogs-tagging-run cogs_tagging_tuned " in tagging and "--epochs 16 " in tagging
     assert f"--out {out}/cogs-tagging --csv {results} -- " in tagging
-    assert tagging.endswith(" --tagging-init official")
+    comp = "--attention-type compositional --num-searches 4 --num-retrievals 4"
+    assert tagging.endswith(f" {comp} --tagging-init fairseq")
+    no_dropout = next(x for x in lines if "--grid-row no_dropout --seed 1 " in x)
+    assert no_dropout.endswith(" --log-interval 100 --dropout 0 --tagging-init fairseq")
     seq2seq = next(
         x for x in lines if "--grid-row rel2_eb_c_official_init" in x and "--seed 1" in x
     )
@@ -533,7 +538,7 @@ def test_paper_budget_report(tmp_path):
         w = csv.writer(f)
         w.writerow(PAPER_HEADER)
         for seed, acc in (("1", 0.80), ("2", 0.86)):
-            w.writerow(["official_init", "cogs-tagging", seed, "6032", acc, "9", "d", "gen"])
+            w.writerow(["tuned_fairseq_init", "cogs-tagging", seed, "6032", acc, "9", "d", "gen"])
         for seed, acc in (("1", 0.45), ("2", 0.55)):  # a seq2seq variant: paired with COGS
             w.writerow(["rel2_eb_c_official_init", "cogs", seed, "6032", acc, "9", "d", "gen"])
     cats = tmp_path / "cats.csv"
@@ -568,10 +573,20 @@ def test_paper_budget_report(tmp_path):
     shutil.rmtree(tmp_path / "runs"), shutil.rmtree(tmp_path / "tag")
     report.main(args)
     assert doc.read_text() == text
-    variant = next(line for line in text.splitlines() if line.startswith("| `official_init`"))
+    variant = next(line for line in text.splitlines() if line.startswith("| `tuned_fairseq"))
     assert "0.830 ± 0.042 (2)" in variant and "| +0.060 [" in variant  # paired: +0.05, +0.07
+    assert "| `cogs_tagging_tuned` on cogs-tagging, against the row |" in variant
+    # Rows with no run yet, and pairs with no seed of both, are named as such.
+    base = next(line for line in text.splitlines() if "<br>`cogs_tagging_base` |" in line)
+    assert "| not run yet | – | 0.637 | – | – |" in base
+    assert (
+        "Not compared yet (no seed with runs of both): `compgen_comp_rel2_eb_cs` − "
+        "`compgen_rel2_eb_c`, `cogs_tagging_tuned_comp` − `cogs_tagging_tuned`, "
+        "`tuned_comp_fairseq_init` − `tuned_fairseq_init`.\n"
+    ) in text
     variant = next(line for line in text.splitlines() if line.startswith("| `rel2_eb_c_official"))
-    assert "| `compgen_rel2_eb_c` on cogs |" in variant and "| 0.400 ± 0.141 (2) |" in variant
+    assert "| `compgen_rel2_eb_c` on cogs, against the row |" in variant
+    assert "| 0.400 ± 0.141 (2) |" in variant
     assert "| +0.100 [" in variant  # paired: +0.15, +0.05
     with variants.open("a", newline="") as f:
         csv.writer(f).writerow(["renamed", "cogs", "1", "6032", 0.4, "9", "d", "gen"])
@@ -584,6 +599,61 @@ def test_paper_budget_report(tmp_path):
     )
     assert "| – | – |" in lost  # not recorded, not 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _tagging_runs(preset, accuracies):
+    """Rows of read_csv's form: PRESET on cogs-tagging, seed i+1 with accuracies[i] (None: no
+    run of that seed)."""
+    return [
+        {**_run_row(preset, "cogs-tagging", seed, acc), "accuracy_best": acc}
+        for seed, acc in enumerate(accuracies, 1)
+        if acc is not None
+    ]
+
+
+def test_variants_table_pairs_a_variant_with_the_variant_it_names(monkeypatch):
+    """A variant with `against` is paired with that variant's runs of the same seeds, not with
+    its grid row's; the table says which; a variant whose row has no run on its seeds says so;
+    an `against` naming no variant is a one-line error."""
+    from studies import paper_variants
+
+    assert paper_variants.VARIANTS["warmup600"].against == "tuned_fairseq_init"
+    rows = _tagging_runs("cogs_tagging_tuned", [0.90, 0.90, 0.90])  # the row: not the baseline
+    variant_rows = _tagging_runs("tuned_fairseq_init", [0.60, 0.70, 0.65])
+    variant_rows += _tagging_runs("warmup600", [0.70, 0.75, None, 0.5])  # seed 4: no pair
+    variant_rows += _tagging_runs("base_fairseq_init", [0.5, 0.6])  # cogs_tagging_base: no run
+    lines = grid_report.variants_table(rows, variant_rows).splitlines()
+    warmup = next(x for x in lines if x.startswith("| `warmup600` |"))
+    cells = [c.strip() for c in warmup.strip("|").split("|")]
+    assert cells[1] == "`cogs_tagging_tuned` on cogs-tagging, against `tuned_fairseq_init`"
+    # seeds 1-2 of tuned_fairseq_init (0.60, 0.70): mean 0.650, std 0.0707; Δ +0.10, +0.05
+    assert cells[3] == "0.650 ± 0.132 (3)"  # all of the variant's seeds: 0.70, 0.75, 0.5
+    assert cells[5] == "0.650 ± 0.071 (2)"
+    assert cells[6].startswith("+0.075 [")
+    lo, hi = (float(x) for x in cells[6].split(" ", 1)[1].strip("[]").split(", "))
+    assert lo < 0.075 < hi
+    fairseq = next(x for x in lines if x.startswith("| `tuned_fairseq_init` |"))
+    assert "| 0.900 ± 0.000 (3) | -0.250 [" in fairseq  # against its row, seeds 1-3
+    base = next(x for x in lines if x.startswith("| `base_fairseq_init` |"))
+    assert "| no run of the row on these seeds yet | – |" in base
+    assert lines.index(fairseq) < lines.index(base) < lines.index(warmup)  # VARIANTS' order
+    broken = paper_variants.VARIANTS["warmup600"]._replace(against="nope")
+    monkeypatch.setitem(paper_variants.VARIANTS, "warmup600", broken)
+    with pytest.raises(grid_report.ReportError) as err:
+        grid_report.variants_table(rows, variant_rows)
+    assert str(err.value) == (
+        "warmup600: against nope: no variant of that name in the cogs-tagging column "
+        "(paper_variants.py)"
+    )
+
+
+def test_every_variant_against_names_a_variant_of_its_column():
+    from studies.paper_variants import VARIANTS
+
+    for name, v in VARIANTS.items():
+        assert v.against is None or VARIANTS[v.against].task == v.task, name
+        if name.endswith("_fairseq_init") or v.against == "tuned_fairseq_init":
+            assert v.train_options[-2:] == ("--tagging-init", "fairseq"), name
 
 
 def test_scan_addjump_test_set_comes_from_the_corpus_the_lookup_finds(tmp_path, monkeypatch):
