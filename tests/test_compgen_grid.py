@@ -183,6 +183,29 @@ def test_paper_variants_list_their_rows_runs(tmp_path):
     assert not out.exists()
 
 
+def test_notebook_factor_variants_add_up_to_the_notebook_path():
+    """The one-factor variants of the notebook path (dup_*, reverse_*): each is rel2-eb-c in its
+    paper-budget column with one difference, and together their options are exactly what
+    compgen-run --notebook adds to fairseq-train (the padding through --notebook-padding)."""
+    from studies import compgen_run, paper_variants
+
+    for task in ("dup", "reverse"):
+        factors = {n: v for n, v in paper_variants.VARIANTS.items() if n.startswith(task + "_")}
+        assert len(factors) == len(paper_variants.NOTEBOOK_FACTORS)
+        train, run_options = [], []
+        for v in factors.values():
+            assert (v.base, v.task, v.against) == ("compgen_rel2_eb_c", task, None)
+            assert len(v.train_options) + len(v.run_options) >= 1
+            train += v.train_options
+            run_options += v.run_options
+        assert sorted(train + ["--copy-attend-padding"]) == sorted(compgen_run.NOTEBOOK_TRAIN)
+        assert run_options == ["--notebook-padding"]
+    cmd = paper_variants.command("dup_copy_padding", 2, "OUT", "V.csv")
+    text = " ".join(map(str, cmd))
+    assert " compgen-run compgen_rel2_eb_c dup --seed 2 " in text and "--epochs 4 " in text
+    assert "--grid-row dup_copy_padding --notebook-padding " in text
+
+
 STUB_RUN = """#!/usr/bin/env bash
 # Stand-in for `experiment.py compgen-run`: logs which grid ran the cell, then records it.
 set -euo pipefail
