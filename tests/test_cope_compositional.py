@@ -10,7 +10,6 @@ import torch
 from attention_testing import causal_mask, padding_mask, randomize
 from compositional_reference import known_noise_sampler
 from model_testing import (
-    TINY,
     assert_decodes_incrementally_with_beam_reordering,
     assert_lm_decodes_incrementally,
     assert_padding_invariant,
@@ -213,22 +212,6 @@ def test_gradients_are_exact(attn_dim, max_pos):
 
     embeddings = attention.contextual_positions.embeddings.detach().clone()
     assert torch.autograd.gradcheck(output, (x.requires_grad_(), embeddings.requires_grad_()))
-
-
-def test_cope_forces_the_explicit_path_and_its_table_gets_gradients(monkeypatch):
-    import fairseq_plugins.modules.attend as attend
-
-    calls = []
-    fused = attend.fused_attention
-    monkeypatch.setattr(attend, "fused_attention", lambda *a: calls.append(1) or fused(*a))
-    model = randomize(build(COPE + TINY)[0], std=0.2).train()
-    src, prev = torch.randint(4, 20, (2, 7)), torch.randint(4, 20, (2, 6))
-    out, _ = model(src, torch.tensor([7, 7]), prev)
-    out.square().mean().backward()
-    assert calls == []  # CoPE needs the search logits: never the fused call (CUDA neither)
-    for layer in model.decoder.layers:
-        grad = layer.self_attn.contextual_positions.embeddings.grad
-        assert grad is not None and grad.abs().sum() > 0
 
 
 @pytest.mark.parametrize(

@@ -112,17 +112,22 @@ def test_cope_model_decodes_incrementally_with_beam_reordering_and_ignores_paddi
     assert_lm_decodes_incrementally(lm.double(), 7)
 
 
-def test_cope_forces_the_explicit_path_and_its_table_gets_gradients(monkeypatch):
+# CoPE in compositional decoder self-attention (tests/test_cope_compositional.py): per search
+COMPOSITIONAL_COPE = COPE + ["--decoder-attention-type", "compositional", "--num-searches", "2"]
+
+
+@pytest.mark.parametrize("options", [COPE, COMPOSITIONAL_COPE], ids=["multihead", "compositional"])
+def test_cope_forces_the_explicit_path_and_its_table_gets_gradients(monkeypatch, options):
     import fairseq_plugins.modules.attend as attend
 
     calls = []
     fused = attend.fused_attention
     monkeypatch.setattr(attend, "fused_attention", lambda *a: calls.append(1) or fused(*a))
-    model = randomize(build(COPE + TINY)[0], std=0.2).train()
+    model = randomize(build(options + TINY)[0], std=0.2).train()
     src, prev = torch.randint(4, 20, (2, 7)), torch.randint(4, 20, (2, 6))
     out, _ = model(src, torch.tensor([7, 7]), prev)
     out.square().mean().backward()
-    assert calls == []  # CoPE needs the logits: never the fused call (CUDA neither)
+    assert calls == []  # CoPE needs the head / search logits: never the fused call (CUDA neither)
     for layer in model.decoder.layers:
         grad = layer.self_attn.contextual_positions.embeddings.grad
         assert grad is not None and grad.abs().sum() > 0
