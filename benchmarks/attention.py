@@ -2,7 +2,8 @@
 layers against stock fairseq (``MultiheadAttention``, ``TransformerEncoderLayer``) of the same
 width and heads, plus a port of the official Compositional-Attention forward as a reference point.
 
-Shapes: NMT (T=32, B=64) with a key padding mask, LM (T=512, B=4) with a causal mask; d=512, h=8,
+Shapes: NMT (T=32, B=64) with a key padding mask (right padding; `nmt-left`: left padding, as
+fairseq pads encoder sources), LM (T=512, B=4) with a causal mask; d=512, h=8,
 S=R=8, d_s=32. Every variant is timed once per round, rounds interleave the variants (rotating
 order), and speed ratios to stock are per-round paired ratios (median, IQR).
 
@@ -46,7 +47,12 @@ from common import (  # noqa: E402
 
 from plugin_tools.cli import OneLineParser  # noqa: E402
 
-SHAPES = {"nmt": dict(T=32, B=64, mask="padding"), "lm": dict(T=512, B=4, mask="causal")}
+SHAPES = {
+    "nmt": dict(T=32, B=64, mask="padding"),
+    # fairseq's encoders see sources padded on the left (--left-pad-source, its default)
+    "nmt-left": dict(T=32, B=64, mask="left-padding"),
+    "lm": dict(T=512, B=4, mask="causal"),
+}
 D, H, S, R, DS, FFN = 512, 8, 8, 8, 32, 2048
 
 
@@ -349,11 +355,13 @@ CAUSAL_ONLY = {"cope", "x-transformers cope"}  # defined for causal attention: t
 
 def make_masks(shape, device):
     T, B = shape["T"], shape["B"]
-    if shape["mask"] == "padding":
+    if shape["mask"] in ("padding", "left-padding"):
         gen = torch.Generator().manual_seed(0)
         lengths = torch.randint(T // 2, T + 1, (B,), generator=gen)
         lengths[0] = T
         kpm = torch.arange(T).unsqueeze(0) >= lengths.unsqueeze(1)  # right padding
+        if shape["mask"] == "left-padding":
+            kpm = kpm.flip(1)
         return kpm.to(device), None
     am = torch.triu(torch.full((T, T), float("-inf")), 1)
     return None, am.to(device)
@@ -552,7 +560,7 @@ def main():
         default=1,
         help="torch threads (default 1 on CPU: on a shared machine 2+ threads spin in OpenMP barriers)",
     )
-    parser.add_argument("--shapes", default="nmt,lm", help="comma list of: nmt, lm")
+    parser.add_argument("--shapes", default="nmt,lm", help="comma list of: nmt, nmt-left, lm")
     parser.add_argument(
         "--variants", default=None, help="comma list of substrings to keep (stock always kept)"
     )

@@ -117,6 +117,45 @@ def test_fire_left_padding_changes_nothing_when_positions_start_at_the_first_rea
     torch.testing.assert_close(per_sentence[1], padded, rtol=0, atol=0)
 
 
+def per_entry_bias(module, query_positions, key_positions):
+    """The MLP on every (b, i, j) of a (B, Tq, Tk) table of normalised distances: the path
+    ``DistinctPairs`` replaces."""
+    queries, keys = torch.broadcast_tensors(
+        query_positions.unsqueeze(-1), key_positions.unsqueeze(-2)
+    )
+    labels = module.normalised_distance(queries, keys)
+    return module.mlp(labels.unsqueeze(-1)).permute(0, 3, 1, 2)
+
+
+@pytest.mark.parametrize("layout", ["left-padded", "rel2-cross", "randomized-float"])
+def test_fire_per_sentence_positions_run_the_mlp_once_per_distinct_pair(layout):
+    """Per-sentence positions: the bias and every gradient equal the MLP applied to each entry
+    of the (B, Tq, Tk) table, and sentences with the same padding share their pairs."""
+    module = fire(hidden=5, threshold=4.0, c=0.8)
+    padding = torch.tensor([0, 0, 3, 3, 3, 1])  # leading padding of six sentences of length 9
+    if layout == "left-padded":
+        queries = keys = torch.arange(9) - padding.unsqueeze(1)  # (6, 9), -3 .. 8
+    elif layout == "rel2-cross":
+        queries, keys = torch.arange(2, 5).unsqueeze(0), torch.arange(9) - padding.unsqueeze(1)
+    else:
+        queries = keys = torch.rand(6, 9, dtype=torch.float64).mul(50).sort(dim=1).values
+    labels = module.labels(queries, keys)
+    pairs = torch.stack(torch.broadcast_tensors(queries.unsqueeze(-1), keys.unsqueeze(-2)), -1)
+    distinct = {tuple(pair) for pair in pairs.reshape(-1, 2).tolist()}
+    assert len(distinct) < 6 * 9 * 9 or layout == "randomized-float"
+    assert labels.values.shape == (len(distinct),)
+    q = torch.zeros(1, HEADS, 1, 1, dtype=torch.float64)
+    bias = module(q, labels)
+    expected = per_entry_bias(module, queries, keys)
+    assert bias.shape == expected.shape
+    torch.testing.assert_close(bias, expected, rtol=1e-12, atol=1e-12)
+    upstream = torch.randn(bias.shape, dtype=torch.float64)
+    grads = torch.autograd.grad((bias * upstream).sum(), list(module.parameters()))
+    expected_grads = torch.autograd.grad((expected * upstream).sum(), list(module.parameters()))
+    for got, want in zip(grads, expected_grads):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
 def test_fire_incremental_step_equals_the_last_row_of_the_full_pass():
     module = fire(threshold=4.0, c=0.9)
     q = torch.zeros(1, HEADS, 1, 1, dtype=torch.float64)

@@ -22,11 +22,24 @@ counts encoder positions), or padding changes the bias.
 The interface is the bias schemes' of ``position_schemes.py``: ``labels(query_positions,
 key_positions)`` (here the normalised distances, which depend on c and L, so they are formed on
 every forward) then ``forward(q, labels, scaling)`` -> (B or 1, H, Tq, Tk), added to the scaled
-logits (not divided by sqrt(d_h)).
+logits (not divided by sqrt(d_h)). Per-sentence positions (left-padded sources, rel2
+cross-attention) give a ``DistinctPairs`` instead of a (B, Tq, Tk) table: sentences with the same
+padding share their (i, j) pairs, so the MLP runs once per distinct pair and its hidden
+activations, saved for backward, are (pairs, hidden) rather than (B, Tq, Tk, hidden).
 """
+
+from typing import NamedTuple
 
 import torch
 import torch.nn as nn
+
+
+class DistinctPairs(NamedTuple):
+    """FIRE's labels for per-sentence positions: the normalised distance of every distinct
+    (query position, key position) pair, ``values`` (N,), and ``index`` (B, Tq, Tk) into them."""
+
+    values: torch.Tensor
+    index: torch.Tensor
 
 
 class FireBias(nn.Module):
@@ -62,19 +75,51 @@ class FireBias(nn.Module):
         return (self.threshold_scale * self.init_threshold).abs()
 
     def labels(self, query_positions, key_positions):
-        """Normalised distances (..., Tq, Tk) from positions (..., Tq) and (..., Tk): (Tq,) and
-        (Tk,) in self-attention, (B, T) where counted per sentence. In at least float32: a half
-        precision log of a position thousands long would lose the distances of neighbours."""
+        """Normalised distances from positions (..., Tq) and (..., Tk): a (Tq, Tk) table from
+        (Tq,) and (Tk,) (self-attention); ``DistinctPairs`` where either is counted per sentence,
+        (B, T) or (1, T)."""
+        if query_positions.dim() == 1 and key_positions.dim() == 1:
+            return self.normalised_distance(query_positions.unsqueeze(-1), key_positions)
+        queries, keys = torch.broadcast_tensors(
+            query_positions.unsqueeze(-1), key_positions.unsqueeze(-2)
+        )  # (B, Tq, Tk)
+        if queries.is_floating_point() or keys.is_floating_point():  # no pair codes: every entry
+            return DistinctPairs(
+                self.normalised_distance(queries, keys).flatten(), _arange_as(queries)
+            )
+        # One integer code per (i, j): torch.unique sorts the codes, and the pairs are decoded
+        # from the sorted codes (unique's values carry no gradient; c and L need one).
+        low_query, low_key = queries.min(), keys.min()
+        span = keys.max() - low_key + 1
+        codes, index = torch.unique(
+            (queries - low_query) * span + (keys - low_key), return_inverse=True
+        )
+        values = self.normalised_distance(codes // span + low_query, codes % span + low_key)
+        return DistinctPairs(values, index)
+
+    def normalised_distance(self, query_positions, key_positions):
+        """sign(i - j) psi(|i - j|) / (psi(max(L, i)) + eps), broadcast over the two position
+        tensors. In at least float32: a half precision log of a position thousands long would
+        lose the distances of neighbours."""
         dtype = torch.promote_types(self.c.dtype, torch.float32)
         queries = query_positions.to(dtype)
-        distance = queries.unsqueeze(-1) - key_positions.to(dtype).unsqueeze(-2)
+        distance = queries - key_positions.to(dtype)
         normaliser = self.psi(torch.maximum(queries, self.threshold().to(dtype))) + self.eps
-        return distance.sign() * self.psi(distance.abs()) / normaliser.unsqueeze(-1)
+        return distance.sign() * self.psi(distance.abs()) / normaliser
 
     def forward(self, q, labels, scaling=None):
         """f_theta(labels) as (B or 1, H, Tq, Tk) in q's dtype; ``scaling`` unused (the bias is
         added to the scaled logits as it is)."""
+        weight_dtype = self.mlp[0].weight.dtype
+        if isinstance(labels, DistinctPairs):
+            per_pair = self.mlp(labels.values.unsqueeze(-1).to(weight_dtype))  # (N, H)
+            return per_pair[labels.index].permute(0, 3, 1, 2).to(q.dtype)
         if labels.dim() == 2:
             labels = labels.unsqueeze(0)
-        bias = self.mlp(labels.unsqueeze(-1).to(self.mlp[0].weight.dtype))  # (B or 1, Tq, Tk, H)
+        bias = self.mlp(labels.unsqueeze(-1).to(weight_dtype))  # (B or 1, Tq, Tk, H)
         return bias.permute(0, 3, 1, 2).to(q.dtype)
+
+
+def _arange_as(tensor):
+    """0 .. numel - 1 in ``tensor``'s shape: the identity index."""
+    return torch.arange(tensor.numel(), device=tensor.device).view(tensor.shape)
