@@ -133,9 +133,9 @@ def test_built_fire_attentions_match_the_paper_on_each_roles_positions(need_weig
 
 
 def test_fire_positions_are_one_table_unless_a_sentence_is_left_padded():
-    """Per-sentence positions (a (B, T, T) MLP input) only where some sentence starts later;
-    right padding or none: the (T, T) table every sentence shares (the reference test above
-    checks both against the paper's equations)."""
+    """Per-sentence positions (the MLP on each distinct pair, fire_bias.DistinctPairs) only where
+    some sentence starts later; right padding or none: the (T, T) table every sentence shares (the
+    reference test above checks both against the paper's equations)."""
     attn = fire_model(dtype=torch.float64).encoder.layers[0].self_attn
     right = attn._relative_positions(None, padding_mask([9, 5], 9), 9, 9, "cpu")
     assert [p.shape for p in right] == [(9,), (9,)]
