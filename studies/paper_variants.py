@@ -140,6 +140,17 @@ for _task in ("dup", "reverse"):
             "compgen_rel2_eb_c", _task, "notebook: " + _words, _run, _train
         )
 
+# dense_init in two: the layers the notebook builds as Keras layers of its own (embeddings,
+# output, copy decoder: --seq2seq-init official) without the Transformer layers' dense weights
+# and relative-position tables, which official-dense adds.
+VARIANTS["dup_official_init"] = Variant(
+    "compgen_rel2_eb_c",
+    "dup",
+    "part of dense_init: token embeddings, output projection and copy decoder initialised as the "
+    "notebook's Keras layers, the Transformer layers as fairseq's (--seq2seq-init official)",
+    train_options=("--seq2seq-init", "official"),
+)
+
 
 def parse(argv, usage):
     width = max(map(len, VARIANTS)) + 2

@@ -190,8 +190,8 @@ def test_notebook_factor_variants_add_up_to_the_notebook_path():
     from studies import compgen_run, paper_variants
 
     for task in ("dup", "reverse"):
-        factors = {n: v for n, v in paper_variants.VARIANTS.items() if n.startswith(task + "_")}
-        assert len(factors) == len(paper_variants.NOTEBOOK_FACTORS)
+        names = [f"{task}_{factor}" for factor in paper_variants.NOTEBOOK_FACTORS]
+        factors = {name: paper_variants.VARIANTS[name] for name in names}
         train, run_options = [], []
         for v in factors.values():
             assert (v.base, v.task, v.against) == ("compgen_rel2_eb_c", task, None)
