@@ -140,6 +140,15 @@ for _task in ("dup", "reverse"):
             "compgen_rel2_eb_c", _task, "notebook: " + _words, _run, _train
         )
 
+# The row itself again: the same seed and options, today's code, this machine. Floats differ
+# between CPUs (and kernels between versions), so this measures how far a run moves when
+# nothing the study names has changed.
+VARIANTS["dup_rerun"] = Variant(
+    "compgen_rel2_eb_c",
+    "dup",
+    "none: the row's run again (same seed and options) on another machine and today's code",
+)
+
 # dense_init in two: the layers the notebook builds as Keras layers of its own (embeddings,
 # output, copy decoder: --seq2seq-init official) without the Transformer layers' dense weights
 # and relative-position tables, which official-dense adds.
