@@ -225,6 +225,8 @@ def band_split_mask(q, v, rel, labels, attn_mask, mask, cross, dropout_p):
     else None: CPU training (the bias needs a gradient) of a self-attention over its own T
     positions, T >= 4k, no attention dropout, one value per head, and an ``attn_mask`` that
     masks every key j > i and none j <= i - k (fairseq's causal mask)."""
+    if not rel.banded:  # no band (and labels need not be a table: FIRE's DistinctPairs)
+        return None
     tgt_len, src_len = q.size(2), labels.size(-1)
     if (
         not long_self_attention_rows(rel, labels, src_len, cross)
