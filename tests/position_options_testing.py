@@ -7,6 +7,8 @@ import sys
 import torch
 from conftest import ROOT, fairseq_preprocess, run, train_then_generate
 
+import fairseq_plugins  # noqa: F401  (safe globals: fairseq checkpoints load with weights_only)
+
 TRAIN = ["--optimizer", "adam", "--lr", "5e-4", "--max-tokens", "400", "--max-update", "2"]
 TRAIN += ["--no-progress-bar", "--log-interval", "1", "--no-epoch-checkpoints", "--cpu"]
 GENERATE = ["--beam", "3", "--batch-size", "50", "--max-len-b", "6", "--cpu"]
@@ -19,7 +21,7 @@ def train_and_generate(data, save, options):
         data, save, ["--arch", "compgen_small_2"] + options + TRAIN, GENERATE, updates=2
     )
     assert len(hyps) == 100  # every test sentence decoded
-    return torch.load(save / "checkpoint_last.pt", weights_only=False)
+    return torch.load(save / "checkpoint_last.pt", weights_only=True)
 
 
 def compgen_bin(task, folder):
