@@ -52,26 +52,32 @@ Two budgets (--budget):
          (3 seeds) on the seq2seq columns; cogs_tagging_tuned, cogs_tagging_base and the tuned
          model with compositional attention (5 seeds) on COGS tagging. Run in blocks, each
          finished (all seeds) before the next starts: 1 COGS tagging; 2 Add, Reverse; 3 COGS,
-         Dup; 4 SCAN-length, SCAN-add-jump; 5 AddNeg (docs/compgen-paper.csv, work/compgen-paper).
+         Dup; 4 SCAN-length, SCAN-add-jump; 5 AddNeg (on the notebook path by default, below).
 
 Two paths (--path):
-  default          our pipeline (fairseq's batching and initialisation, ...).
-  notebook         the authors' seq2seq notebook wherever it differs from ours (docs/compgen.md,
-                   "The authors' notebook and our pipeline"): every run gets compgen-run
-                   --notebook (the notebook's data preparation, batches, LayerNorm epsilon,
-                   initialisation, output bias, copy attention over padding, post-padding to
-                   one length, schedule from 0), each seed has its own data set (--data-seed
-                   SEED), COGS is scored on the whole gen split, and the
-                   COGS tagging column (another notebook) is left out. Default --out / --csv get
-                   a -notebook suffix (e.g. work/compgen-paper-notebook,
-                   docs/compgen-paper-notebook.csv). `--budget paper --path notebook` is the
-                   paper's setting.
+  notebook         (default at --budget paper) the authors' seq2seq notebook wherever it differs
+                   from ours (docs/compgen.md, "The authors' notebook and our pipeline"): every
+                   seq2seq run gets compgen-run --notebook (the notebook's data preparation,
+                   batches, LayerNorm epsilon, initialisation, output bias, copy attention over
+                   padding, post-padding to one length, schedule from 0), each seed has its own
+                   data set (--data-seed SEED), COGS is scored on the whole gen split. The COGS
+                   tagging column (another notebook) runs as on the fairseq path: its presets
+                   already default to that notebook's initialisation. Default --out / --csv get a
+                   -notebook suffix (work/compgen-paper-notebook, docs/compgen-paper-notebook.csv).
+                   `--budget paper` alone is the paper's setting.
+  fairseq          (default at --budget short) our pipeline: fairseq's batching and
+                   initialisation, one data set for every seed (docs/compgen-paper.csv at the
+                   paper budget). It reproduces Add and COGS tagging but not COGS seq2seq or
+                   Reverse at the paper's budgets (docs/compgen-results.md).
 
 Options:
   --budget B       short or paper (see above; default short)
-  --path P         default or notebook (see above; default default)
-  --out DIR        data, runs, checkpoints, logs (default work/compgen-grid; paper: work/compgen-paper)
-  --csv FILE       results CSV (default docs/compgen-grid.csv; paper: docs/compgen-paper.csv)
+  --path P         notebook or fairseq (see above; default notebook at --budget paper, fairseq at
+                   --budget short)
+  --out DIR        data, runs, checkpoints, logs (default work/compgen-grid; paper:
+                   work/compgen-paper-notebook, with --path fairseq work/compgen-paper)
+  --csv FILE       results CSV (default docs/compgen-grid.csv; paper: docs/compgen-paper-notebook.csv,
+                   with --path fairseq docs/compgen-paper.csv)
   --threads N      OMP_NUM_THREADS of every run (default 1; recorded in the CSV)
   --max-runs N     stop after N runs that trained or evaluated something (default: all)
   --only-task T    only the column T (repeatable), e.g. --only-task add
@@ -101,12 +107,13 @@ def budget_options(budget):
     return ["--max-update", budget]
 
 
-def cell_command(seed, col, row, out, csv_path, path="default"):
+def cell_command(seed, col, row, out, csv_path, path="fairseq"):
     """(command, run folder) of a cell. A row's extra options are seq2seq options: its tagging
     cell takes the encoder options of its TAGGING entry instead. PATH notebook: compgen-run
-    --notebook, and the column's data options of that path (notebook_column)."""
+    --notebook, and the column's data options of that path (notebook_column); a tagging cell is
+    the same on both paths."""
     extra = () if col.task == TAGGING_TASK else row.extra
-    if path == "notebook":
+    if path == "notebook" and col.task != TAGGING_TASK:
         return run_command(
             seed,
             notebook_column(col),
@@ -156,7 +163,7 @@ def run_command(seed, col, preset, out, csv_path, row_name=None, run_options=(),
 def parse(argv, usage):
     p = runs.Parser(USAGE.format(usage=usage))
     p.add_argument("--budget", default="short")
-    p.add_argument("--path", default="default")
+    p.add_argument("--path")
     p.add_argument("--out")
     p.add_argument("--csv")
     p.add_argument("--threads", default="1")
@@ -168,7 +175,9 @@ def parse(argv, usage):
     args = p.parse_args(argv)
     args.threads = runs.check_positive(args.threads, "--threads")
     runs.check_choice(args.budget, "--budget", ("short", "paper"))
-    runs.check_choice(args.path, "--path", ("default", "notebook"))
+    # the paper's setting is the notebook path: it reproduces the paper where ours does not
+    args.path = args.path or ("notebook" if args.budget == "paper" else "fairseq")
+    runs.check_choice(args.path, "--path", ("notebook", "fairseq"))
     name = "compgen-paper" if args.budget == "paper" else "compgen-grid"
     name += "-notebook" if args.path == "notebook" else ""
     args.out = Path(args.out or ROOT / "work" / name).absolute()
@@ -268,8 +277,6 @@ def main(argv, prog="grid", usage="scripts/experiment.py grid"):
     args = parse(argv, usage)
     grid_plan.check_tagging()
     cells = grid_plan.plan(args.budget, args.only_task, args.only_preset)
-    if args.path == "notebook":  # the seq2seq notebook's path: no tagging column
-        cells = [cell for cell in cells if cell[1].task != TAGGING_TASK]
     if not cells:
         raise ExperimentError("no cell matches --only-task/--only-preset")
     if args.list:

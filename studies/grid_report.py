@@ -854,6 +854,8 @@ def agrees_with_paper(values, paper):
 def notebook_table(rows, notebook_rows):
     """Each (row, column) of the notebook path's runs against our path's runs of the same seeds,
     with the paper's value and whether the notebook path agrees with it."""
+    # a tagging cell runs the same on both paths: it is no notebook-against-ours comparison
+    notebook_rows = [r for r in notebook_rows if r["task"] != grid_plan.TAGGING_TASK]
     if not notebook_rows:
         return "No notebook-path run recorded yet (scripts/compgen-grid.sh --path notebook).\n"
     ours, notebook = _by_cell(rows), _by_cell(notebook_rows)

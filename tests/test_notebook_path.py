@@ -350,32 +350,39 @@ def test_notebook_batches_on_the_training_split_only(tmp_path):
 
 
 def test_grid_notebook_path_commands(tmp_path):
-    """`--budget paper --path notebook`: every seq2seq cell runs compgen-run --notebook, COGS on
-    the whole gen split, no tagging cell, its own CSV; a bad --path is a one-line error."""
+    """`--budget paper` defaults to the notebook path: every seq2seq cell runs compgen-run
+    --notebook, COGS on the whole gen split, the tagging cells as on the fairseq path, its own
+    CSV; `--path fairseq` is our pipeline; a bad --path is a one-line error."""
     grid = ROOT / "scripts" / "compgen-grid.sh"
-    proc = run(
-        ["bash", grid, "--budget", "paper", "--path", "notebook", "--dry-run", "--out", tmp_path],
-        env=ENV,
-    )
-    lines = proc.stdout.splitlines()
-    assert lines and all(" compgen-run " in line and " --notebook " in line for line in lines)
-    for line in lines:  # a data set per seed, as the notebook draws one per repetition
-        seed = line.split(" --seed ")[1].split()[0]
-        assert f" --data-seed {seed} " in line
-    assert not any("cogs-tagging" in line for line in lines)
-    cogs = [line for line in lines if " cogs " in line]
-    assert cogs and all("--test" not in line for line in cogs)
-    assert all(str(ROOT / "docs" / "compgen-paper-notebook.csv") in line for line in lines)
-    listed = run(
-        ["bash", grid, "--budget", "paper", "--path", "notebook", "--list", "--out", tmp_path],
-        env=ENV,
-    )
+    for path in ([], ["--path", "notebook"]):
+        proc = run(
+            ["bash", grid, "--budget", "paper", *path, "--dry-run", "--out", tmp_path], env=ENV
+        )
+        lines = proc.stdout.splitlines()
+        seq2seq = [line for line in lines if " compgen-run " in line]
+        tagging = [line for line in lines if " cogs-tagging-run " in line]
+        assert seq2seq and len(tagging) == 15 and len(seq2seq) + len(tagging) == len(lines)
+        assert all(" --notebook " in line for line in seq2seq)
+        assert not any("--notebook" in line for line in tagging)
+        for line in seq2seq:  # a data set per seed, as the notebook draws one per repetition
+            seed = line.split(" --seed ")[1].split()[0]
+            assert f" --data-seed {seed} " in line
+        cogs = [line for line in seq2seq if " cogs " in line]
+        assert cogs and all("--test" not in line for line in cogs)
+        assert all(str(ROOT / "docs" / "compgen-paper-notebook.csv") in line for line in lines)
+    listed = run(["bash", grid, "--budget", "paper", "--list", "--out", tmp_path], env=ENV)
     assert listed.stdout.startswith("budget paper, path notebook;")
     bad = run(["bash", grid, "--path", "nb", "--list"], env=ENV, check=False)
     assert bad.returncode != 0
-    assert bad.stderr.strip() == "compgen-grid.sh: --path nb: choose default or notebook"
-    default = run(["bash", grid, "--budget", "paper", "--dry-run", "--out", tmp_path], env=ENV)
-    assert " --notebook " not in default.stdout
+    assert bad.stderr.strip() == "compgen-grid.sh: --path nb: choose notebook or fairseq"
+    ours = run(
+        ["bash", grid, "--budget", "paper", "--path", "fairseq", "--dry-run", "--out", tmp_path],
+        env=ENV,
+    )
+    assert " --notebook" not in ours.stdout and " --data-seed " not in ours.stdout
+    assert str(ROOT / "docs" / "compgen-paper.csv") in ours.stdout
+    short = run(["bash", grid, "--list", "--out", tmp_path], env=ENV)
+    assert short.stdout.startswith("budget short, path fairseq;")
 
 
 # --- end to end ------------------------------------------------------------------------------
