@@ -49,8 +49,9 @@ def mean_std(values):
     if not values:
         return "-"
     mean = statistics.fmean(values)
-    std = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{mean:.4f} ± {std:.4f}"
+    if len(values) == 1:  # one seed has no spread: a std of 0 would claim one
+        return f"{mean:.4f}"
+    return f"{mean:.4f} ± {statistics.stdev(values):.4f}"
 
 
 def zero_baseline(setting, mode):

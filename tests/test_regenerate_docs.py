@@ -107,7 +107,8 @@ def test_retrieval_paper_block_follows_its_archive(tmp_path):
     block = text.split("<!-- study-paper:begin -->")[1].split("<!-- study-paper:end -->")[0]
     comp = [r.split(",") for r in kept[1:] if "-comp-" in r]
     l1 = [float(r[header.index("iid_l1")]) for r in comp]
-    assert f"| comp-s2r4 | 64 | 30,705 | {len(comp)} | {l1[0]:.4f} ± 0.0000 |" in block
+    # one seed: its value alone, no spread
+    assert f"| comp-s2r4 | 64 | 30,705 | {len(comp)} | {l1[0]:.4f} |" in block
     assert "at 1 seeds" not in block  # one common seed: no test
     assert (
         text.split("<!-- study-paper:begin -->")[0]
