@@ -112,8 +112,9 @@ def cell_command(seed, col, row, out, csv_path, path="fairseq"):
     cell takes the encoder options of its TAGGING entry instead. PATH notebook: compgen-run
     --notebook, and the column's data options of that path (notebook_column); a tagging cell is
     the same on both paths."""
-    extra = () if col.task == TAGGING_TASK else row.extra
-    if path == "notebook" and col.task != TAGGING_TASK:
+    if col.task == TAGGING_TASK:  # the same on both paths, without the row's seq2seq options
+        return run_command(seed, col, row.preset, out, csv_path)
+    if path == "notebook":
         return run_command(
             seed,
             notebook_column(col),
@@ -122,9 +123,9 @@ def cell_command(seed, col, row, out, csv_path, path="fairseq"):
             csv_path,
             # the notebook draws its data anew every repetition: one data set per seed
             run_options=("--notebook", "--data-seed", str(seed)),
-            train_options=extra,
+            train_options=row.extra,
         )
-    return run_command(seed, col, row.preset, out, csv_path, train_options=extra)
+    return run_command(seed, col, row.preset, out, csv_path, train_options=row.extra)
 
 
 def notebook_column(col):
