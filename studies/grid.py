@@ -44,7 +44,8 @@ Two budgets (--budget):
   short  (default) the short grid: every column at the short budget below, 7 rows, the best
          checkpoint by valid accuracy (docs/compgen-grid.csv).
   paper  the authors' own budget per column (Ontañón et al.'s notebooks): Add 2 epochs, Reverse 2,
-         COGS 16, Dup 4, SCAN-length 24, SCAN-add-jump 24, AddNeg 10, COGS tagging 16; an epoch is
+         COGS 16, Dup 4, SCAN-length 24, SCAN-add-jump 24, AddNeg 10, Cart 4, Inters 8, COGS
+         tagging 16 (PCFG and CFQ have no obtainable data: "no data" columns); an epoch is
          floor(n_train / 64) updates (their loader drops the last partial batch), Noam schedule
          with 4,000 warm-up updates at every budget, no early stopping; the FINAL checkpoint is
          reported (the paper's protocol), the best-by-valid one beside it (accuracy_best).
@@ -52,7 +53,8 @@ Two budgets (--budget):
          (3 seeds) on the seq2seq columns; cogs_tagging_tuned, cogs_tagging_base and the tuned
          model with compositional attention (5 seeds) on COGS tagging. Run in blocks, each
          finished (all seeds) before the next starts: 1 COGS tagging; 2 Add, Reverse; 3 COGS,
-         Dup; 4 SCAN-length, SCAN-add-jump; 5 AddNeg (on the notebook path by default, below).
+         Dup; 4 SCAN-length, SCAN-add-jump; 5 AddNeg; 6 Cart, Inters (on the notebook path by
+         default, below).
 
 Two paths (--path):
   notebook         (default at --budget paper) the authors' seq2seq notebook wherever it differs

@@ -527,8 +527,9 @@ def chart(stats, path):
     )
 
 
-def finish_chart(fig, ax, path, labels, ylabel, title, fontsize):
-    """Both charts' column labels, accuracy axis, title and legend below; the PNG written."""
+def finish_chart(fig, ax, path, labels, ylabel, title, fontsize, handles=None):
+    """Both charts' column labels, accuracy axis, title and legend below (HANDLES: the legend's
+    entries, default the labelled artists); the PNG written."""
     import matplotlib.pyplot as plt
 
     ax.set_xticks(range(len(labels)))
@@ -536,7 +537,8 @@ def finish_chart(fig, ax, path, labels, ylabel, title, fontsize):
     ax.set_ylim(0, 1.05)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=fontsize)
-    ax.legend(fontsize="small", ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.08))
+    where = dict(fontsize="small", ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.08))
+    ax.legend(**where) if handles is None else ax.legend(handles=handles, **where)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -575,18 +577,26 @@ PAPER_BEGIN = (
     "do not edit by hand) -->"
 )
 PAPER_END = "<!-- END GENERATED PAPER BUDGET -->"
-PAPER_BUDGET_COLUMNS = [  # (task, label, epochs): the notebooks' epochs
+PAPER_BUDGET_COLUMNS = [  # (task, label, epochs): the paper's 12 columns, the notebooks' epochs
     ("add", "Add", 2),
     ("addneg", "AddNeg", 10),
     ("reverse", "Reverse", 2),
     ("dup", "Dup", 4),
+    ("cart", "Cart", 4),
+    ("inters", "Inters", 8),
     ("scan-length", "SCAN-l", 24),
     ("scan-addjump", "SCAN-aj", 24),
+    ("pcfg-productivity", "PCFG-p", 20),
+    ("pcfg-systematicity", "PCFG-s", 20),
     ("cogs", "COGS", 16),
+    ("cfq", "CFQ", 16),
 ]
 PAPER_BUDGET_LABELS = [(t, label) for t, label, _ in PAPER_BUDGET_COLUMNS] + [
     (TAGGING, "COGS tag.")
 ]
+# The two training paths of the paper-budget grid (scripts/compgen-grid.sh --path), the default
+# first: its CSV is --notebook-csv, the fairseq path's is --csv.
+PATHS = ("notebook", "fairseq")
 PAPER_BUDGET_ROWS = [
     ("compgen_abs", "abs"),
     ("compgen_rel2_eb_c", "rel2-eb-c (= small-2)"),
@@ -643,24 +653,37 @@ def _by_cell(rows):
     return cells
 
 
-def paper_budget_table(rows):
-    """Rows x the paper-budget columns: final checkpoint mean ± std (runs), best-by-valid mean,
-    the paper's value."""
-    cells = _by_cell(rows)
+def _path_text(path, runs):
+    """One path's part of a main-table cell: final checkpoint mean ± std (runs), best-by-valid
+    mean."""
+    final = _mean_std([r["accuracy"] for r in runs])
+    best = _mean_std([r["accuracy_best"] for r in runs])
+    text = f"{path} {_ms_text(final)}"
+    return text + (f"<br>best-valid {best[0]:.3f}" if best is not None else "")
+
+
+def paper_budget_table(rows, notebook_rows=()):
+    """Rows x the paper's 12 columns: on the notebook path (NOTEBOOK_ROWS, the default of
+    --budget paper) and on ours (ROWS, --path fairseq), each the final checkpoint's mean ± std
+    (runs) and the best-by-valid mean; the paper's value; `no data` where the column's data is
+    not obtainable."""
+    by_path = dict(zip(PATHS, (_by_cell(notebook_rows), _by_cell(rows))))
     head = ["row (preset)"] + [f"{label} ({e} ep.)" for _, label, e in PAPER_BUDGET_COLUMNS]
     table = []
     for preset, name in PAPER_BUDGET_ROWS:
         line = [f"{name}<br>`{preset}`"]
         for task, _, _ in PAPER_BUDGET_COLUMNS:
-            runs = list(cells.get((preset, task), {}).values())
-            final = _mean_std([r["accuracy"] for r in runs])
-            best = _mean_std([r["accuracy_best"] for r in runs])
-            text = _ms_text(final)
-            if best is not None:
-                text += f"<br>best-valid {best[0]:.3f}"
             pv = paper_value(preset, task)
-            text += f"<br>*paper {pv:.3f}*" if pv is not None else "<br>*paper –*"
-            line.append(text)
+            parts = (
+                [UNAVAILABLE[task]]
+                if task in UNAVAILABLE
+                else [
+                    _path_text(path, list(cells.get((preset, task), {}).values()))
+                    for path, cells in by_path.items()
+                ]
+            )
+            parts.append(f"*paper {pv:.3f}*" if pv is not None else "*paper –*")
+            line.append("<br>".join(parts))
         table.append(line)
     return markdown_table(head, table)
 
@@ -946,8 +969,10 @@ def paper_category_table(cat_rows, task):
     return per_category_table(cat_rows, task, order, lambda p, seeds: f"`{p}` ({seeds})")
 
 
-def paper_wall_table(rows):
-    head = "seed|task|preset|updates|final|best-valid|wall s|CPU s".split("|")
+def paper_wall_table(rows, notebook_rows=()):
+    """Every run of both paths (ours first, in the order of their CSVs) with its times."""
+    head = "seed|task|preset|updates|final|best-valid|wall s|CPU s|path".split("|")
+    runs = [(r, "fairseq") for r in rows] + [(r, "notebook") for r in notebook_rows]
     cells = [
         [
             r["seed"],
@@ -958,77 +983,85 @@ def paper_wall_table(rows):
             "–" if r["accuracy_best"] is None else f"{r['accuracy_best']:.4f}",
             seconds_text(r["wall_seconds"]),
             seconds_text(r["cpu_seconds"]),
+            path,
         ]
-        for r in rows
+        for r, path in runs
     ]
     return markdown_table(head, cells)
 
 
-def _paper_chart_series(cells, cols):
-    """(preset, legend name) of every row or variant with a run in one of COLS."""
-    series = [(p, n) for p, n in PAPER_BUDGET_ROWS] + [
-        (p, n.split(" (")[0]) for p, n, _ in PAPER_TAGGING_ROWS
+def _paper_chart_series(notebook_cells, cells):
+    """(preset, legend name, its cells, hatched) of each row on each path with a run, the
+    default path first, then the tagging models (one path: the same on both)."""
+    series = [
+        (preset, f"{name} ({path} path)", path_cells, path != PATHS[0])
+        for preset, name in PAPER_BUDGET_ROWS
+        for path, path_cells in zip(PATHS, (notebook_cells, cells))
     ]
-    series += [(v, f"variant {v}") for v in VARIANTS]
-    return [(p, n) for p, n in series if any((p, t) in cells for t, _ in cols)]
+    series += [(p, n.split(" (")[0], cells, False) for p, n, _ in PAPER_TAGGING_ROWS]
+    return [s for s in series if any(key[0] == s[0] for key in s[2])]
 
 
 BEST_MARK = dict(marker="o", facecolors="none", edgecolors="dimgray", s=18)
 PAPER_MARK = dict(marker="_", s=140, color="black")
 
 
-def _paper_chart_bars(ax, i, preset, name, cells, cols, width):
-    """One series: bars (final checkpoint, mean ± std), circles (best-by-valid means), the
-    paper's values (black marks)."""
-    tagging_paper = {row: value for row, _, value in PAPER_TAGGING_ROWS}  # Table 5
-    xs, ys, es, bs, pv = [], [], [], [], []
-    for j, (t, _) in enumerate(cols):
-        runs = list(cells.get((preset, t), {}).values())
-        if not runs:
-            continue
-        x = j - 0.4 + width * (i + 0.5)
-        st = _mean_std([r["accuracy"] for r in runs])
-        xs.append(x), ys.append(st[0]), es.append(st[1])
-        best = _mean_std([r["accuracy_best"] for r in runs])
-        bs.append((x, best[0] if best else None))
-        pv.append((x, tagging_paper.get(preset) if t == TAGGING else paper_value(preset, t)))
-    ax.bar(xs, ys, width, yerr=es, capsize=2, label=name)
-    ax.scatter(
-        [x for x, b in bs if b is not None],
-        [b for _, b in bs if b is not None],
-        **BEST_MARK,
-        zorder=3,
-    )
-    paper_x = [x for x, v in pv if v is not None]
-    ax.scatter(paper_x, [v for _, v in pv if v is not None], **PAPER_MARK, zorder=4)
+def _chart_paper_value(preset, task):
+    if task == TAGGING:
+        return {row: value for row, _, value in PAPER_TAGGING_ROWS}.get(preset)  # Table 5
+    return paper_value(preset, task)
 
 
-def paper_chart(rows, path):
+def paper_chart(rows, notebook_rows, path):
+    """Bars: each row's final checkpoint, mean ± std, on the notebook path (plain) and ours
+    (hatched), in one colour per row; circles: best-by-valid means; black marks: the paper. A
+    column holds only the series with runs in it."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    cells = _by_cell(rows)
-    cols = [(t, label) for t, label in PAPER_BUDGET_LABELS]
-    series = _paper_chart_series(cells, cols)
+    series = _paper_chart_series(_by_cell(notebook_rows), _by_cell(rows))
     if not series:
         return
-    fig, ax = plt.subplots(figsize=(12, 5))
-    width = 0.8 / len(series)
-    for i, (p, name) in enumerate(series):
-        _paper_chart_bars(ax, i, p, name, cells, cols, width)
-    ax.scatter([], [], **PAPER_MARK, label="paper")
-    ax.scatter([], [], **BEST_MARK, label="best-by-valid checkpoint (mean)")
+    cols = [(t, label) for t, label in PAPER_BUDGET_LABELS if t not in UNAVAILABLE]
+    colour = {}
+    for preset, *_ in series:
+        colour.setdefault(preset, f"C{len(colour)}")
+    per_column = [[s for s in series if (s[0], t) in s[2]] for t, _ in cols]
+    width = 0.8 / max(len(c) for c in per_column)
+    fig, ax = plt.subplots(figsize=(13, 5.5))
+    from matplotlib.patches import Patch
+
+    legend = [  # in the series' order
+        Patch(facecolor=colour[preset], hatch="//" if hatched else None, label=name)
+        for preset, name, _, hatched in series
+    ]
+    for j, ((task, _), column) in enumerate(zip(cols, per_column)):
+        for i, (preset, _, cells, hatched) in enumerate(column):
+            x = j + width * (i - (len(column) - 1) / 2)
+            runs = list(cells[preset, task].values())
+            mean, std, _ = _mean_std([r["accuracy"] for r in runs])
+            ax.bar(x, mean, width, yerr=std, capsize=2, color=colour[preset],
+                   hatch="//" if hatched else None, edgecolor="white" if hatched else None)  # fmt: skip
+            best = _mean_std([r["accuracy_best"] for r in runs])
+            if best is not None:
+                ax.scatter([x], [best[0]], **BEST_MARK, zorder=3)
+            pv = _chart_paper_value(preset, task)
+            if pv is not None:
+                ax.scatter([x], [pv], **PAPER_MARK, zorder=4)
+    legend.append(ax.scatter([], [], **PAPER_MARK, label="paper"))
+    legend.append(ax.scatter([], [], **BEST_MARK, label="best-by-valid checkpoint (mean)"))
     finish_chart(
         fig,
         ax,
         path,
         [label for _, label in cols],
         "sequence accuracy, final checkpoint",
-        "At the authors' budgets: ours (bars: final checkpoint, mean ± std over seeds) "
-        "vs the paper (black marks)",
+        "At the authors' budgets: the notebook path (the default; plain bars) and ours (hatched), "
+        "final checkpoint, mean ± std over seeds, vs the paper (black marks)",
         fontsize=10,
+        handles=legend,
     )
 
 
@@ -1037,23 +1070,36 @@ def paper_plan_total():
     return grid_plan.plan_total("paper")
 
 
-def paper_generated(rows, cat_rows, variant_rows=(), notebook_rows=()):
-    """The paper-budget block of the document (templates/compgen-paper.md, filled in)."""
+def _runs_recorded(path, rows):
+    """`PATH path N (wall, CPU h)` of the runs of one path."""
     cpu = recorded(rows, "cpu_seconds")
     wall = sum(recorded(rows, "wall_seconds"))
-    runs_recorded = (
-        f"Runs recorded: {len(rows)} of {paper_plan_total()} planned; wall {wall / 3600:.2f} h, "
-        f"CPU {sum(cpu) / 3600:.2f} h (one thread per run"
+    return (
+        f"{path} path {len(rows)} (wall {wall / 3600:.2f} h, CPU {sum(cpu) / 3600:.2f} h"
         + ("" if len(cpu) == len(rows) else f"; times over the {len(cpu)} runs that record them")
-        + ")."
+        + ")"
     )
+
+
+def paper_generated(rows, cat_rows, variant_rows=(), notebook_rows=()):
+    """The paper-budget block of the document (templates/compgen-paper.md, filled in)."""
+    runs_recorded = "Runs recorded, of {} planned per path: {}.".format(
+        paper_plan_total(),
+        "; ".join(
+            _runs_recorded(path, path_rows) for path, path_rows in zip(PATHS, (notebook_rows, rows))
+        ),
+    )
+    seq2seq_pairs = {c: b for c, b in PAPER_BASELINES.items() if c.startswith("compgen_")}
     return render(
         "compgen-paper",
         begin=PAPER_BEGIN,
         end=PAPER_END,
-        budget_table=paper_budget_table(rows),
+        budget_table=paper_budget_table(rows, notebook_rows),
         runs_recorded=runs_recorded,
         tagging_table=paper_tagging_table(rows),
+        notebook_paired_comparison=paired_comparison(
+            notebook_rows, seq2seq_pairs, note_unpaired=True
+        ),
         paired_comparison=paired_comparison(list(rows) + list(variant_rows), note_unpaired=True),
         variants_table=variants_table(rows, variant_rows),
         notebook_table=notebook_table(rows, notebook_rows),
@@ -1061,7 +1107,7 @@ def paper_generated(rows, cat_rows, variant_rows=(), notebook_rows=()):
         position_comparison=position_comparison(rows),
         seq2seq_categories=paper_category_table(cat_rows, "cogs"),
         tagging_categories=paper_category_table(cat_rows, TAGGING),
-        wall_table=paper_wall_table(rows),
+        wall_table=paper_wall_table(rows, notebook_rows),
     )
 
 
@@ -1112,9 +1158,10 @@ def main(argv=None, prog=None, usage=None):
         variant_rows = read_csv(args.variants_csv)
         all_rows = list(rows) + list(variant_rows)
         cat_rows = sync_categories(all_rows, runs_dir, args.categories, tagging_runs, final=True)
-        block = paper_generated(rows, cat_rows, variant_rows, read_csv(args.notebook_csv))
+        notebook_rows = read_csv(args.notebook_csv)
+        block = paper_generated(rows, cat_rows, variant_rows, notebook_rows)
         markers = (PAPER_BEGIN, PAPER_END)
-        draw = partial(paper_chart, all_rows)
+        draw = partial(paper_chart, rows, notebook_rows)
     else:
         stats = summarize(rows)
         cat_rows = sync_categories(rows, runs_dir, args.categories, tagging_runs)

@@ -463,10 +463,10 @@ def test_paper_budget_plan_blocks_and_commands(tmp_path):
         env=ENV,
     )
     cells = [line.split() for line in proc.stdout.splitlines() if line.startswith("  todo ")]
-    # 3 tagging rows x 5 seeds; 4 seq2seq rows x 3 seeds x 7 columns; 11 position rows x 3 seeds
+    # 3 tagging rows x 5 seeds; 4 seq2seq rows x 3 seeds x 9 columns; 11 position rows x 3 seeds
     # x 4 columns (add, addneg, reverse, dup); 4 coupling rows x 3 seeds x their one column
-    planned = 3 * 5 + 4 * 3 * 7 + 11 * 3 * 4 + 4 * 3
-    assert len(cells) == load_report().paper_plan_total() == planned == 243
+    planned = 3 * 5 + 4 * 3 * 9 + 11 * 3 * 4 + 4 * 3
+    assert len(cells) == load_report().paper_plan_total() == planned == 267
     tasks = [c[3] for c in cells]
     blocks = [
         ["cogs-tagging"],
@@ -474,8 +474,9 @@ def test_paper_budget_plan_blocks_and_commands(tmp_path):
         ["cogs", "dup"],
         ["scan-length", "scan-addjump"],
         ["addneg"],
+        ["cart", "inters"],
     ]
-    sizes = [15, 24 + 12 * 3 * 2, 24 + 12 * 3, 24, 12 + 12 * 3]
+    sizes = [15, 24 + 12 * 3 * 2, 24 + 12 * 3, 24, 12 + 12 * 3, 24]
     start = 0
     for block, size in zip(blocks, sizes):
         assert set(tasks[start : start + size]) == set(block)
@@ -503,6 +504,10 @@ def test_paper_budget_plan_blocks_and_commands(tmp_path):
     assert len(dry) == planned
     first_add = next(x for x in dry if "experiment.py compgen-run compgen_abs add " in x)
     assert "--epochs 2 --warmup 4000 --report-checkpoint last --valid 256" in first_add
+    first_cart = next(x for x in dry if "experiment.py compgen-run compgen_abs cart " in x)
+    assert "--epochs 4 --warmup 4000 --report-checkpoint last --valid 256 --notebook" in first_cart
+    assert "--test" not in first_cart  # the notebook's 1,024 test examples
+    assert "compgen_rel2_eb_c inters --seed 3 " in " ".join(dry) and "--epochs 8 " in dry[-1]
     comp_tag = next(x for x in dry if "--grid-row cogs_tagging_tuned_comp --seed 5 " in x)
     assert " cogs_tagging_tuned " in comp_tag and "--epochs 16 --warmup 4000" in comp_tag
     assert comp_tag.endswith("--attention-type compositional --num-searches 4 --num-retrievals 4")
@@ -564,8 +569,17 @@ def test_paper_budget_report(tmp_path):
             w.writerow(["tuned_fairseq_init", "cogs-tagging", seed, "6032", acc, "9", "d", "gen"])
         for seed, acc in (("1", 0.45), ("2", 0.55)):  # a seq2seq variant: paired with COGS
             w.writerow(["rel2_eb_c_official_init", "cogs", seed, "6032", acc, "9", "d", "gen"])
+    notebook = tmp_path / "nb.csv"  # the notebook path: rel2-eb-c and comp on Reverse, 2 seeds
+    with notebook.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(PAPER_HEADER)
+        for seed, base, comp in (("1", 0.55, 0.45), ("2", 0.65, 0.50)):
+            for preset, acc in (("compgen_rel2_eb_c", base), ("compgen_comp_rel2_eb_c", comp)):
+                w.writerow([preset, "reverse", seed, "6250", acc, "9", "d", "test", "1024"]
+                           + ["200000", "1", "--notebook", "1", "60", "last", acc, acc])  # fmt: skip
     cats = tmp_path / "cats.csv"
     args = ["--budget", "paper", "--csv", str(results), "--doc", str(doc), "--png", str(png)]
+    args += ["--notebook-csv", str(notebook)]
     args += ["--tagging-runs", str(tmp_path / "tag"), "--variants-csv", str(variants)]
     args += ["--runs", str(tmp_path / "runs"), "--categories", str(cats)]
     report.main(args)
@@ -574,11 +588,24 @@ def test_paper_budget_report(tmp_path):
     table = text.split("### Paper budget: sequence accuracy")[1].split("\n\n")[1]
     rel2 = next(line for line in table.splitlines() if "`compgen_rel2_eb_c`" in line)
     cells = rel2.split(" | ")
-    assert cells[3] == "0.500 ± 0.100 (3)<br>best-valid 0.400<br>*paper 0.540*"  # Reverse
-    assert cells[1] == "–<br>*paper 0.977*"  # Add: not run
-    # Paired by seed: differences 0.2, 0.2, 0.3 -> mean 0.233, t-interval excludes 0.
+    # Reverse: the notebook path (the default) first, then ours, then the paper
+    assert cells[3] == (
+        "notebook 0.600 ± 0.071 (2)<br>best-valid 0.600<br>"
+        "fairseq 0.500 ± 0.100 (3)<br>best-valid 0.400<br>*paper 0.540*"
+    )
+    assert cells[1] == "notebook –<br>fairseq –<br>*paper 0.977*"  # Add: not run
+    assert cells[5] == "notebook –<br>fairseq –<br>*paper 0.000*"  # Cart, planned
+    assert cells[9] == "no data<br>*paper 0.336*"  # PCFG productivity
+    # The notebook path's own pair: differences -0.10, -0.15 (2 seeds)
+    nb_block = text.split("against its baseline on the notebook path")[1].split("###")[0]
+    nb_line = next(line for line in nb_block.splitlines() if line.startswith("| Reverse |"))
+    nb_parts = [c.strip() for c in nb_line.strip("|").split("|")]
+    assert nb_parts[2:6] == ["2", "0.475", "0.600", "-0.125"]
+    assert "`compgen_comp_rel2_eb_cs` − `compgen_rel2_eb_c`" in nb_block  # not compared yet
+    # Ours, paired by seed: differences 0.2, 0.2, 0.3 -> mean 0.233, t-interval excludes 0.
+    ours_block = text.split("against its baseline on our path")[1]
     cmp_line = next(
-        line for line in text.splitlines() if line.startswith("| Reverse | `compgen_comp")
+        line for line in ours_block.splitlines() if line.startswith("| Reverse | `compgen_comp")
     )
     parts = [c.strip() for c in cmp_line.strip("|").split("|")]
     assert parts[2:6] == ["3", "0.733", "0.500", "+0.233"]
@@ -615,8 +642,13 @@ def test_paper_budget_report(tmp_path):
         csv.writer(f).writerow(["renamed", "cogs", "1", "6032", 0.4, "9", "d", "gen"])
     with pytest.raises(report.ReportError, match="renamed: a variant in the CSV that"):
         report.main(args)
-    assert "Runs recorded: 10 of 243 planned" in text
+    assert "Runs recorded, of 267 planned per path: notebook path 4 (wall 0.01 h," in text
+    assert "fairseq path 10 (wall 0.02 h, CPU" in text
     assert "times over the 9 runs that record them" in text
+    assert (
+        "| 2 | reverse | compgen_comp_rel2_eb_c | 6250 | 0.5000 | 0.5000 | 9 | 60 | notebook |"
+        in text
+    )
     lost = next(
         line for line in text.splitlines() if line.startswith("| 3 | reverse | compgen_rel2")
     )
