@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from fairseq_plugins.modules.fire_bias import FireBias
+from fairseq_plugins.modules.fire_bias import DistinctPairs, FireBias
 
 HEADS = 3
 
@@ -124,7 +124,20 @@ def per_entry_bias(module, query_positions, key_positions):
         query_positions.unsqueeze(-1), key_positions.unsqueeze(-2)
     )
     labels = module.normalised_distance(queries, keys)
+    labels = labels if labels.dim() == 3 else labels.unsqueeze(0)  # (Tq,) and (Tk,): one table
     return module.mlp(labels.unsqueeze(-1)).permute(0, 3, 1, 2)
+
+
+def assert_bias_and_gradients_equal(module, labels, expected):
+    q = torch.zeros(1, HEADS, 1, 1, dtype=torch.float64)
+    bias = module(q, labels)
+    assert bias.shape == expected.shape
+    torch.testing.assert_close(bias, expected, rtol=1e-12, atol=1e-12)
+    upstream = torch.randn(bias.shape, dtype=torch.float64)
+    grads = torch.autograd.grad((bias * upstream).sum(), list(module.parameters()))
+    expected_grads = torch.autograd.grad((expected * upstream).sum(), list(module.parameters()))
+    for got, want in zip(grads, expected_grads):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("layout", ["left-padded", "rel2-cross", "randomized-float"])
@@ -144,16 +157,36 @@ def test_fire_per_sentence_positions_run_the_mlp_once_per_distinct_pair(layout):
     distinct = {tuple(pair) for pair in pairs.reshape(-1, 2).tolist()}
     assert len(distinct) < 6 * 9 * 9 or layout == "randomized-float"
     assert labels.values.shape == (len(distinct),)
-    q = torch.zeros(1, HEADS, 1, 1, dtype=torch.float64)
-    bias = module(q, labels)
-    expected = per_entry_bias(module, queries, keys)
-    assert bias.shape == expected.shape
-    torch.testing.assert_close(bias, expected, rtol=1e-12, atol=1e-12)
-    upstream = torch.randn(bias.shape, dtype=torch.float64)
-    grads = torch.autograd.grad((bias * upstream).sum(), list(module.parameters()))
-    expected_grads = torch.autograd.grad((expected * upstream).sum(), list(module.parameters()))
-    for got, want in zip(grads, expected_grads):
-        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+    assert_bias_and_gradients_equal(module, labels, per_entry_bias(module, queries, keys))
+
+
+@pytest.mark.parametrize("layout", ["one-table", "left-padded", "rel2-cross", "decoder-step"])
+def test_fire_below_L_runs_the_mlp_once_per_distance(layout):
+    """Every query below L: psi(max(L, i)) = psi(L), so the MLP runs once per distance i - j,
+    and the bias and every gradient (c and L included) equal the MLP on each entry; a query at
+    L or beyond brings the per-pair path back."""
+    module = fire(hidden=5, threshold=20.0, c=0.8)
+    padding = torch.tensor([0, 0, 3, 3, 3, 1])
+    sentences = torch.arange(9) - padding.unsqueeze(1)  # (6, 9), -3 .. 8
+    queries, keys = {
+        "one-table": (torch.arange(9), torch.arange(9)),
+        "left-padded": (sentences, sentences),
+        "rel2-cross": (torch.arange(2, 5).unsqueeze(0), sentences),
+        "decoder-step": (torch.tensor([8]), torch.arange(9)),
+    }[layout]
+    labels = module.labels(queries, keys)
+    distance = queries.unsqueeze(-1) - keys.unsqueeze(-2)
+    assert labels.values.shape == (int(distance.max() - distance.min()) + 1,)
+    assert_bias_and_gradients_equal(module, labels, per_entry_bias(module, queries, keys))
+    with torch.no_grad():
+        module.threshold_scale.fill_(int(queries.max()) / 512.0)  # L = the last query position
+    labels = module.labels(queries, keys)  # the per-pair paths: a table, or one row per pair
+    pairs = torch.stack(torch.broadcast_tensors(queries.unsqueeze(-1), keys.unsqueeze(-2)), -1)
+    if queries.dim() == 1:
+        assert not isinstance(labels, DistinctPairs) and labels.shape == distance.shape
+    else:
+        assert labels.values.numel() == len({tuple(p) for p in pairs.reshape(-1, 2).tolist()})
+    assert_bias_and_gradients_equal(module, labels, per_entry_bias(module, queries, keys))
 
 
 def test_fire_incremental_step_equals_the_last_row_of_the_full_pass():

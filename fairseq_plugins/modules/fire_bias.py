@@ -26,6 +26,13 @@ logits (not divided by sqrt(d_h)). Per-sentence positions (left-padded sources, 
 cross-attention) give a ``DistinctPairs`` instead of a (B, Tq, Tk) table: sentences with the same
 padding share their (i, j) pairs, so the MLP runs once per distinct pair and its hidden
 activations, saved for backward, are (pairs, hidden) rather than (B, Tq, Tk, hidden).
+
+While every query position is below L (at the default L0 = 512: every sentence shorter than 513
+tokens), psi(max(L, i)) is psi(L) for every query and the bias is a function of i - j alone, as
+any relative bias: the MLP then runs once per distance (at most Tq + Tk - 1 of them, a
+``DistinctPairs`` indexed by i - j) instead of once per pair. The values are the same; only the
+number of MLP rows, and of hidden activations saved for backward, changes (for T = 512, 1,023 rows
+instead of 262,144).
 """
 
 from typing import NamedTuple
@@ -78,6 +85,9 @@ class FireBias(nn.Module):
         """Normalised distances from positions (..., Tq) and (..., Tk): a (Tq, Tk) table from
         (Tq,) and (Tk,) (self-attention); ``DistinctPairs`` where either is counted per sentence,
         (B, T) or (1, T)."""
+        integer = not (query_positions.is_floating_point() or key_positions.is_floating_point())
+        if integer and self.below_threshold(query_positions):
+            return self.by_distance(query_positions, key_positions)
         if query_positions.dim() == 1 and key_positions.dim() == 1:
             return self.normalised_distance(query_positions.unsqueeze(-1), key_positions)
         queries, keys = torch.broadcast_tensors(
@@ -96,6 +106,23 @@ class FireBias(nn.Module):
         )
         values = self.normalised_distance(codes // span + low_query, codes % span + low_key)
         return DistinctPairs(values, index)
+
+    def below_threshold(self, query_positions):
+        """Every query position < L, so that psi(max(L, i)) = psi(L) for all of them (strictly
+        below: at i = L the maximum's gradient would be shared with i). One host sync on GPU."""
+        return query_positions.numel() > 0 and bool(query_positions.max() < self.threshold())
+
+    def by_distance(self, query_positions, key_positions):
+        """``DistinctPairs`` over the distances i - j (integer positions, every query below L):
+        one value per distance from the smallest to the largest, indexed by (i - j) - smallest,
+        as (B or 1, Tq, Tk)."""
+        distance = query_positions.unsqueeze(-1) - key_positions.unsqueeze(-2)
+        distance = distance if distance.dim() == 3 else distance.unsqueeze(0)
+        low, high = int(distance.min()), int(distance.max())
+        distances = torch.arange(low, high + 1, device=distance.device)
+        # a query at 0 (below L: normalised by psi(L)) and a key at -d are at distance d
+        values = self.normalised_distance(torch.zeros_like(distances), -distances)
+        return DistinctPairs(values, distance - low)
 
     def normalised_distance(self, query_positions, key_positions):
         """sign(i - j) psi(|i - j|) / (psi(max(L, i)) + eps), broadcast over the two position
