@@ -69,16 +69,20 @@ def zero_baseline(setting, mode):
 
 
 def model_order(name):
-    kind, rest = name.split("-", 1)
-    return (kind != "mha", int("".join(c for c in rest.split("r")[0] if c.isdigit())))
+    kind, rest = name.split(" ")[0].split("-", 1)
+    return (kind != "mha", int("".join(c for c in rest.split("r")[0] if c.isdigit())), name)
 
 
-def tables(runs, prefix=""):
+def tables(runs, prefix="", full_updates=None):
     """The per-setting tables; PREFIX starts their headings (the paper block's are "Paper
-    protocol: ")."""
+    protocol: "). With FULL_UPDATES (the protocol's), runs stopped before it are a row of their
+    own, named by the update they stopped at."""
     groups = defaultdict(list)
     for r in runs:
-        groups[r["mode"], r["setting"], r["model"], int(r["dim"])].append(r)
+        model = r["model"]
+        if full_updates is not None and int(r["updates"]) != full_updates:
+            model += f" (stopped at {int(r['updates']):,} updates)"
+        groups[r["mode"], r["setting"], model, int(r["dim"])].append(r)
     lines = []
     for setting in SETTINGS:
         for mode in ("iid", "ood"):
@@ -423,9 +427,18 @@ def paper_block(archive, png):
         sys.exit(f"study-retrieval-report.py: error: {archive / 'protocol.json'}: no such file")
     protocol = json.loads((archive / "protocol.json").read_text())
     rel = f"study-runs/{archive.name}"
+    full = [r for r in runs if int(r["updates"]) == protocol["updates"]]
+    stopped = sorted({int(r["updates"]) for r in runs} - {protocol["updates"]})
     text = render(
         "retrieval-paper-runs",
-        n_runs=len(runs),
+        n_runs=len(full),
+        stopped=(
+            f" {len(runs) - len(full)} more runs were stopped early, at "
+            f"{' or '.join(f'{u:,}' for u in stopped)} updates: their rows say so, and the "
+            "Reading says why."
+            if stopped
+            else ""
+        ),
         updates=f"{protocol['updates']:,}",
         lr=protocol["lr"],
         interval=f"{protocol['interval']:,}",
@@ -434,7 +447,7 @@ def paper_block(archive, png):
         runs_link=f"[{rel}/runs.csv]({rel}/runs.csv)",
         curves_link=f"[{rel}/curves.csv]({rel}/curves.csv)",
     )
-    body = [PAPER_BEGIN, "", text, "", *tables(runs, prefix="Paper protocol: ")]
+    body = [PAPER_BEGIN, "", text, "", *tables(runs, "Paper protocol: ", protocol["updates"])]
     if plot_curves(runs, read_rows(archive / "curves.csv"), png):
         body += [f"![learning curves at the authors' protocol]({png.name})", ""]
     return body + [across_seeds(runs, "Paper protocol: across seeds"), "", PAPER_END]

@@ -119,6 +119,32 @@ def test_retrieval_paper_block_follows_its_archive(tmp_path):
         retrieval_report.write_report(tmp_path / "no-study-folder", doc, archive)
 
 
+def test_retrieval_paper_block_names_runs_stopped_early(tmp_path):
+    """Runs stopped before the protocol's updates (4x8 that learns nothing by 30,000) get rows of
+    their own, named by where they stopped, and are not counted as finished."""
+    archive = tmp_path / "retrieval-paper"
+    shutil.copytree(DOCS / "study-runs" / "retrieval-paper", archive)
+    lines = (archive / "runs.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    finished = len(lines) - 1
+    stopped = []
+    for line in lines[1:4]:  # seed 1 of the three 2x4 i.i.d. models, as 4x8 runs stopped early
+        row = dict(zip(header, line.split(",")))
+        model = {"mha-h2": "mha-h4", "mha-h8": "mha-h32", "comp-s2r4": "comp-s4r8"}[row["model"]]
+        row.update(run=f"4x8-iid-{model}-d64-s1", setting="4x8", model=model, updates="30000")
+        stopped.append(",".join(row[h] for h in header))
+    (archive / "runs.csv").write_text("\n".join(lines + stopped) + "\n")
+    doc = tmp_path / "results-contextual-retrieval.md"
+    shutil.copyfile(DOCS / doc.name, doc)
+    retrieval_report.write_report(tmp_path / "no-study-folder", doc, archive)
+    block = doc.read_text().split("<!-- study-paper:begin -->")[1].split("<!-- study-paper:end")[0]
+    assert block.lstrip().startswith(f"{finished} runs finished, 100,000 updates each")
+    assert "3 more runs were stopped early, at 30,000 updates" in block
+    assert "### Paper protocol: 4x8, i.i.d." in block
+    assert "| mha-h4 (stopped at 30,000 updates) | 64 |" in block
+    assert "| comp-s4r8 (stopped at 30,000 updates) | 64 |" in block
+
+
 # ----------------------------------------------------------------------------- the studies
 
 
