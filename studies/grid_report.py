@@ -653,12 +653,14 @@ def _by_cell(rows):
     return cells
 
 
-def _path_text(path, runs):
-    """One path's part of a main-table cell: final checkpoint mean ± std (runs), best-by-valid
-    mean."""
-    final = _mean_std([r["accuracy"] for r in runs])
+def _path_text(path, runs, paper):
+    """One path's part of a main-table cell: final checkpoint mean ± std (runs), whether it
+    agrees with PAPER (the paper's value, or None), best-by-valid mean."""
+    finals = [r["accuracy"] for r in runs]
     best = _mean_std([r["accuracy_best"] for r in runs])
-    text = f"{path} {_ms_text(final)}"
+    text = f"{path} {_ms_text(_mean_std(finals))}"
+    if finals and paper is not None:
+        text += " *agrees*" if agrees_with_paper(finals, paper) else " **differs**"
     return text + (f"<br>best-valid {best[0]:.3f}" if best is not None else "")
 
 
@@ -678,7 +680,7 @@ def paper_budget_table(rows, notebook_rows=()):
                 [UNAVAILABLE[task]]
                 if task in UNAVAILABLE
                 else [
-                    _path_text(path, list(cells.get((preset, task), {}).values()))
+                    _path_text(path, list(cells.get((preset, task), {}).values()), pv)
                     for path, cells in by_path.items()
                 ]
             )

@@ -577,6 +577,9 @@ def test_paper_budget_report(tmp_path):
             for preset, acc in (("compgen_rel2_eb_c", base), ("compgen_comp_rel2_eb_c", comp)):
                 w.writerow([preset, "reverse", seed, "6250", acc, "9", "d", "test", "1024"]
                            + ["200000", "1", "--notebook", "1", "60", "last", acc, acc])  # fmt: skip
+        for seed, acc in (("1", 0.90), ("2", 0.91)):  # far from the paper's 0.283
+            w.writerow(["compgen_rel2_eb_c", "dup", seed, "12500", acc, "9", "d", "test", "1024"]
+                       + ["200000", "1", "--notebook", "1", "60", "last", acc, acc])  # fmt: skip
     cats = tmp_path / "cats.csv"
     args = ["--budget", "paper", "--csv", str(results), "--doc", str(doc), "--png", str(png)]
     args += ["--notebook-csv", str(notebook)]
@@ -590,10 +593,11 @@ def test_paper_budget_report(tmp_path):
     cells = rel2.split(" | ")
     # Reverse: the notebook path (the default) first, then ours, then the paper
     assert cells[3] == (
-        "notebook 0.600 ± 0.071 (2)<br>best-valid 0.600<br>"
-        "fairseq 0.500 ± 0.100 (3)<br>best-valid 0.400<br>*paper 0.540*"
+        "notebook 0.600 ± 0.071 (2) *agrees*<br>best-valid 0.600<br>"
+        "fairseq 0.500 ± 0.100 (3) *agrees*<br>best-valid 0.400<br>*paper 0.540*"
     )
     assert cells[1] == "notebook –<br>fairseq –<br>*paper 0.977*"  # Add: not run
+    assert cells[4].startswith("notebook 0.905 ± 0.007 (2) **differs**<br>")  # Dup
     assert cells[5] == "notebook –<br>fairseq –<br>*paper 0.000*"  # Cart, planned
     assert cells[9] == "no data<br>*paper 0.336*"  # PCFG productivity
     # The notebook path's own pair: differences -0.10, -0.15 (2 seeds)
@@ -642,7 +646,7 @@ def test_paper_budget_report(tmp_path):
         csv.writer(f).writerow(["renamed", "cogs", "1", "6032", 0.4, "9", "d", "gen"])
     with pytest.raises(report.ReportError, match="renamed: a variant in the CSV that"):
         report.main(args)
-    assert "Runs recorded, of 267 planned per path: notebook path 4 (wall 0.01 h," in text
+    assert "Runs recorded, of 267 planned per path: notebook path 6 (wall 0.01 h," in text
     assert "fairseq path 10 (wall 0.02 h, CPU" in text
     assert "times over the 9 runs that record them" in text
     assert (
