@@ -86,7 +86,7 @@ class FireBias(nn.Module):
         (Tq,) and (Tk,) (self-attention); ``DistinctPairs`` where either is counted per sentence,
         (B, T) or (1, T)."""
         integer = not (query_positions.is_floating_point() or key_positions.is_floating_point())
-        if integer and self.below_threshold(query_positions):
+        if integer and key_positions.numel() > 0 and self.below_threshold(query_positions):
             return self.by_distance(query_positions, key_positions)
         if query_positions.dim() == 1 and key_positions.dim() == 1:
             return self.normalised_distance(query_positions.unsqueeze(-1), key_positions)
