@@ -19,10 +19,12 @@ kept). --doc - prints the generated block instead.
 
 --budget paper renders the paper-budget grid instead (scripts/compgen-grid.sh --budget paper,
 docs/compgen-paper.csv, work/compgen-paper) into its own block of the same document (markers
-`<!-- BEGIN GENERATED PAPER BUDGET ... -->`) and docs/compgen-paper.png: the final checkpoint's
-accuracy (the paper's protocol) with the best-by-valid checkpoint's beside it and the paper's
-value in every cell, the COGS-tagging models against Table 5, the compositional rows against
-rel2-eb-c paired by seed (mean difference, 95% t-interval, paired t-test), per-category COGS
+`<!-- BEGIN GENERATED PAPER BUDGET ... -->`) and docs/compgen-paper.png: in every cell of the
+paper's 12 columns, on the notebook path (--notebook-csv, the default path) and on ours (--csv),
+the final checkpoint's accuracy (the paper's protocol) with the best-by-valid checkpoint's beside
+it, whether it agrees with the paper, and the paper's value; the COGS-tagging models against
+Table 5, the compositional rows against rel2-eb-c paired by seed on each path (mean difference,
+95% t-interval, paired t-test), per-category COGS
 accuracy (seq2seq and tagging) of the final checkpoints, kept in --categories (default
 docs/compgen-paper-cogs-categories.csv), the notebook path's runs (--notebook-csv, default
 docs/compgen-paper-notebook.csv: scripts/compgen-grid.sh --path notebook) against ours on the
