@@ -64,8 +64,10 @@ Two paths (--path):
                    padding, post-padding to one length, schedule from 0), each seed has its own
                    data set (--data-seed SEED), COGS is scored on the whole gen split. The COGS
                    tagging column (another notebook) runs as on the fairseq path: its presets
-                   already default to that notebook's initialisation. Default --out / --csv get a
-                   -notebook suffix (work/compgen-paper-notebook, docs/compgen-paper-notebook.csv).
+                   already default to that notebook's initialisation, and its cells are the
+                   fairseq path's (--tagging-csv, --tagging-out): a tagging cell done on either
+                   path is done on both. Default --out / --csv get a -notebook suffix
+                   (work/compgen-paper-notebook, docs/compgen-paper-notebook.csv).
                    `--budget paper` alone is the paper's setting.
   fairseq          (default at --budget short) our pipeline: fairseq's batching and
                    initialisation, one data set for every seed (docs/compgen-paper.csv at the
@@ -80,6 +82,10 @@ Options:
                    work/compgen-paper-notebook, with --path fairseq work/compgen-paper)
   --csv FILE       results CSV (default docs/compgen-grid.csv; paper: docs/compgen-paper-notebook.csv,
                    with --path fairseq docs/compgen-paper.csv)
+  --tagging-csv FILE, --tagging-out DIR
+                   where the COGS-tagging cells are recorded and run (default: --csv and --out
+                   on the fairseq path; on the notebook path the fairseq path's defaults,
+                   docs/compgen-paper.csv and work/compgen-paper)
   --threads N      OMP_NUM_THREADS of every run (default 1; recorded in the CSV)
   --max-runs N     stop after N runs that trained or evaluated something (default: all)
   --only-task T    only the column T (repeatable), e.g. --only-task add
@@ -107,6 +113,24 @@ def budget_options(budget):
     if budget.startswith("e"):
         return ["--epochs", budget[1:], "--warmup", "4000", "--report-checkpoint", "last"]
     return ["--max-update", budget]
+
+
+def cell_place(args, col):
+    """(out, csv) of a column's cells: a tagging cell runs the same on both paths, so it has one
+    place, the fairseq path's (--tagging-out, --tagging-csv)."""
+    if col.task == TAGGING_TASK:
+        return args.tagging_out, args.tagging_csv
+    return args.out, args.csv
+
+
+def grid_cell_command(args, seed, col, row):
+    """(command, run folder) of a cell of this grid, at its place."""
+    return cell_command(seed, col, row, *cell_place(args, col), args.path)
+
+
+def is_done(args, seed, col, row):
+    """Whether the cell is in its CSV (read afresh: another grid may have recorded it)."""
+    return (row.preset, col.task, str(seed)) in runs.done_cells(cell_place(args, col)[1])
 
 
 def cell_command(seed, col, row, out, csv_path, path="fairseq"):
@@ -169,6 +193,8 @@ def parse(argv, usage):
     p.add_argument("--path")
     p.add_argument("--out")
     p.add_argument("--csv")
+    p.add_argument("--tagging-csv")
+    p.add_argument("--tagging-out")
     p.add_argument("--threads", default="1")
     p.add_argument("--max-runs")
     p.add_argument("--only-task", action="append", default=[])
@@ -181,10 +207,17 @@ def parse(argv, usage):
     # the paper's setting is the notebook path: it reproduces the paper where ours does not
     args.path = args.path or ("notebook" if args.budget == "paper" else "fairseq")
     runs.check_choice(args.path, "--path", ("notebook", "fairseq"))
-    name = "compgen-paper" if args.budget == "paper" else "compgen-grid"
-    name += "-notebook" if args.path == "notebook" else ""
+    fairseq_name = "compgen-paper" if args.budget == "paper" else "compgen-grid"
+    name = fairseq_name + ("-notebook" if args.path == "notebook" else "")
     args.out = Path(args.out or ROOT / "work" / name).absolute()
     args.csv = Path(args.csv or ROOT / "docs" / f"{name}.csv").absolute()
+    on_fairseq = args.path == "fairseq"
+    args.tagging_out = Path(
+        args.tagging_out or (args.out if on_fairseq else ROOT / "work" / fairseq_name)
+    ).absolute()
+    args.tagging_csv = Path(
+        args.tagging_csv or (args.csv if on_fairseq else ROOT / "docs" / f"{fairseq_name}.csv")
+    ).absolute()
     if args.max_runs is not None:
         if not args.max_runs.isdigit():
             raise ExperimentError(f"--max-runs {args.max_runs}: not an integer")
@@ -216,13 +249,15 @@ def show_plan(args, cells):
             )
         else:
             print(f"  {r.preset:<24} {' '.join((arch, *options))}")
-    finished = runs.done_cells(args.csv)
-    print(f"cells in run order (state: done = in {args.csv}, partial = has a run folder, todo):")
+    where = f"{args.csv}" + (
+        f"; tagging cells in {args.tagging_csv}" if args.tagging_csv != args.csv else ""
+    )
+    print(f"cells in run order (state: done = in {where}, partial = has a run folder, todo):")
     n_done = 0
     for seed, col, row in cells:
-        _, run_dir = cell_command(seed, col, row, args.out, args.csv, args.path)
+        _, run_dir = grid_cell_command(args, seed, col, row)
         state = "partial" if run_dir.is_dir() else "todo"
-        if (row.preset, col.task, str(seed)) in finished:
+        if is_done(args, seed, col, row):
             state, n_done = "done", n_done + 1
         arrow = ""
         if col.task == TAGGING_TASK:
@@ -288,7 +323,8 @@ def main(argv, prog="grid", usage="scripts/experiment.py grid"):
         return show_commands(args, cells)
 
     runs.tool_environment(args.threads)
-    (args.out / "locks").mkdir(parents=True, exist_ok=True)
+    for out in {args.out, args.tagging_out}:
+        (out / "locks").mkdir(parents=True, exist_ok=True)
     derive_scan_addjump(args.out)
     n_ran, failed, elsewhere = 0, [], []
     log(
@@ -296,9 +332,8 @@ def main(argv, prog="grid", usage="scripts/experiment.py grid"):
         f"OMP_NUM_THREADS={args.threads}"
     )
     for seed, col, row in cells:
-        key = (row.preset, col.task, str(seed))
         name = f"seed {seed} {col.task} {row.preset}"
-        if key in runs.done_cells(args.csv):
+        if is_done(args, seed, col, row):
             continue
         if args.max_runs is not None and n_ran >= args.max_runs:
             log(f"stopping after --max-runs {args.max_runs} runs")
@@ -306,12 +341,13 @@ def main(argv, prog="grid", usage="scripts/experiment.py grid"):
         # The cell's lock, held (and inherited by the run) until the run ends; another grid on
         # this --out holding it runs the cell now. The CSV is read again once the lock is ours:
         # the other grid may have recorded the cell in between.
-        lock = runs.FileLock(args.out / "locks" / f"{row.preset}.{col.task}.seed{seed}.lock")
+        out = cell_place(args, col)[0]
+        lock = runs.FileLock(out / "locks" / f"{row.preset}.{col.task}.seed{seed}.lock")
         if not lock.acquire(blocking=False):
             elsewhere.append(name)
             continue
         try:
-            if key in runs.done_cells(args.csv):
+            if is_done(args, seed, col, row):
                 continue
             if not run_cell(args, seed, col, row, lock):
                 failed.append(name)
@@ -323,17 +359,16 @@ def main(argv, prog="grid", usage="scripts/experiment.py grid"):
 
 def show_commands(args, cells):
     """--dry-run: the command of every cell not yet in the CSV, in run order."""
-    finished = runs.done_cells(args.csv)
     for seed, col, row in cells:
-        if (row.preset, col.task, str(seed)) not in finished:
-            print(" ".join(cell_command(seed, col, row, args.out, args.csv, args.path)[0]))
+        if not is_done(args, seed, col, row):
+            print(" ".join(grid_cell_command(args, seed, col, row)[0]))
     return 0
 
 
 def run_cell(args, seed, col, row, lock):
     """One cell's run, its lock passed on so the cell stays locked while the run's tools live."""
     name = f"seed {seed} {col.task} {row.preset}"
-    cmd, run_dir = cell_command(seed, col, row, args.out, args.csv, args.path)
+    cmd, run_dir = grid_cell_command(args, seed, col, row)
     log(f"run: {name} ({col.budget} updates)")
     start = time.time()
     if subprocess.run(cmd, pass_fds=(lock.fileno(),)).returncode == 0:
@@ -356,7 +391,8 @@ def summarize(args, failed, elsewhere):
             f"finished here; {len(elsewhere)} cell(s) were left to other grids on {args.out} (see --list)"
         )
     else:
-        log(f"finished: every selected cell is in {args.csv}")
+        where = f"{args.csv}" + (f" and {args.tagging_csv}" if args.tagging_csv != args.csv else "")
+        log(f"finished: every selected cell is in {where}")
     return 0
 
 

@@ -1024,6 +1024,7 @@ def paper_chart(rows, notebook_rows, path):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     series = _paper_chart_series(_by_cell(notebook_rows), _by_cell(rows))
     if not series:
@@ -1035,8 +1036,6 @@ def paper_chart(rows, notebook_rows, path):
     per_column = [[s for s in series if (s[0], t) in s[2]] for t, _ in cols]
     width = 0.8 / max(len(c) for c in per_column)
     fig, ax = plt.subplots(figsize=(13, 5.5))
-    from matplotlib.patches import Patch
-
     legend = [  # in the series' order
         Patch(facecolor=colour[preset], hatch="//" if hatched else None, label=name)
         for preset, name, _, hatched in series

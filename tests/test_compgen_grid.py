@@ -459,7 +459,7 @@ def test_paper_budget_plan_blocks_and_commands(tmp_path):
     a block before the next), the final checkpoint reported; the short grid is unchanged."""
     proc = run(
         ["bash", GRID, "--budget", "paper", "--list", "--out", tmp_path]
-        + ["--csv", tmp_path / "none.csv"],
+        + ["--csv", tmp_path / "none.csv", "--tagging-csv", tmp_path / "none.csv"],
         env=ENV,
     )
     cells = [line.split() for line in proc.stdout.splitlines() if line.startswith("  todo ")]
@@ -498,7 +498,7 @@ def test_paper_budget_plan_blocks_and_commands(tmp_path):
     assert {c[4] for c in cells if c[3] == "scan-length"} == rows - set(POSITION_ROWS)
     dry = run(
         ["bash", GRID, "--budget", "paper", "--dry-run", "--out", tmp_path / "o"]
-        + ["--csv", tmp_path / "p.csv"],
+        + ["--csv", tmp_path / "p.csv", "--tagging-csv", tmp_path / "p.csv"],
         env=ENV,
     ).stdout.splitlines()
     assert len(dry) == planned
@@ -515,6 +515,45 @@ def test_paper_budget_plan_blocks_and_commands(tmp_path):
     bad = run(["bash", GRID, "--budget", "huge", "--list"], env=ENV, check=False)
     assert bad.returncode == 2
     assert bad.stderr.strip() == "compgen-grid.sh: --budget huge: choose short or paper"
+
+
+def test_notebook_path_shares_the_tagging_cells_with_the_fairseq_path(tmp_path):
+    """A COGS-tagging cell runs the same on both paths, so it has one place: the notebook path
+    finds it done in the fairseq path's CSV and runs it there (--tagging-csv/--tagging-out,
+    default the fairseq path's), never a second time in its own CSV."""
+    fairseq_csv, fairseq_out = tmp_path / "fq.csv", tmp_path / "fq"
+    fairseq_csv.write_text(
+        ",".join(PAPER_HEADER) + "\n"
+        "cogs_tagging_tuned,cogs-tagging,1,9,0.5,1,d,gen,21000,24155,,"
+        "--arch cogs_tagging_tuned,1,1,last,0.5,0.5\n"
+    )
+    common = ["--budget", "paper", "--only-task", "cogs-tagging", "--out", tmp_path / "nb"]
+    common += ["--csv", tmp_path / "nb.csv", "--tagging-csv", fairseq_csv]
+    common += ["--tagging-out", fairseq_out]
+    listed = run(["bash", GRID, "--list", *common], env=ENV).stdout.splitlines()
+    states = [line.split()[0] for line in listed if line.startswith(("  todo ", "  done "))]
+    assert states == ["done"] + ["todo"] * 14
+    assert listed[-1] == "15 cells, 1 done"
+    dry = run(["bash", GRID, "--dry-run", *common], env=ENV).stdout.splitlines()
+    assert len(dry) == 14
+    assert all(f"--out {fairseq_out}/cogs-tagging --csv {fairseq_csv} " in x for x in dry)
+    assert not (tmp_path / "nb").exists()
+
+    # By default the two paths list the same tagging states (the fairseq path's CSV).
+    def default_states(path):
+        out = run(
+            ["bash", GRID, "--budget", "paper", "--path", path, "--list"]
+            + ["--only-task", "cogs-tagging"],
+            env=ENV,
+        ).stdout.splitlines()
+        return [x for x in out if x.startswith(("  todo ", "  done ", "  partial "))]
+
+    assert default_states("notebook") == default_states("fairseq")
+    # On the fairseq path the tagging cells follow --csv and --out.
+    own = ["--budget", "paper", "--path", "fairseq", "--only-task", "cogs-tagging"]
+    own += ["--out", tmp_path / "o", "--csv", fairseq_csv]
+    dry = run(["bash", GRID, "--dry-run", *own], env=ENV).stdout.splitlines()
+    assert len(dry) == 14 and f"--out {tmp_path}/o/cogs-tagging --csv {fairseq_csv} " in dry[0]
 
 
 PAPER_HEADER = (

@@ -118,7 +118,7 @@ class FireBias(nn.Module):
         as (B or 1, Tq, Tk)."""
         distance = query_positions.unsqueeze(-1) - key_positions.unsqueeze(-2)
         distance = distance if distance.dim() == 3 else distance.unsqueeze(0)
-        low, high = int(distance.min()), int(distance.max())
+        low, high = torch.stack(torch.aminmax(distance)).tolist()  # one host sync on GPU
         distances = torch.arange(low, high + 1, device=distance.device)
         # a query at 0 (below L: normalised by psi(L)) and a key at -d are at distance d
         values = self.normalised_distance(torch.zeros_like(distances), -distances)
