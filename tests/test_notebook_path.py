@@ -354,9 +354,12 @@ def test_grid_notebook_path_commands(tmp_path):
     --notebook, COGS on the whole gen split, the tagging cells as on the fairseq path, its own
     CSV; `--path fairseq` is our pipeline; a bad --path is a one-line error."""
     grid = ROOT / "scripts" / "compgen-grid.sh"
+    tagging_csv = tmp_path / "tagging.csv"  # none recorded: the 15 tagging cells are to do
     for path in ([], ["--path", "notebook"]):
         proc = run(
-            ["bash", grid, "--budget", "paper", *path, "--dry-run", "--out", tmp_path], env=ENV
+            ["bash", grid, "--budget", "paper", *path, "--dry-run", "--out", tmp_path]
+            + ["--tagging-csv", tagging_csv],
+            env=ENV,
         )
         lines = proc.stdout.splitlines()
         seq2seq = [line for line in lines if " compgen-run " in line]
@@ -369,7 +372,8 @@ def test_grid_notebook_path_commands(tmp_path):
             assert f" --data-seed {seed} " in line
         cogs = [line for line in seq2seq if " cogs " in line]
         assert cogs and all("--test" not in line for line in cogs)
-        assert all(str(ROOT / "docs" / "compgen-paper-notebook.csv") in line for line in lines)
+        assert all(str(ROOT / "docs" / "compgen-paper-notebook.csv") in line for line in seq2seq)
+        assert all(str(tagging_csv) in line for line in tagging)
     listed = run(["bash", grid, "--budget", "paper", "--list", "--out", tmp_path], env=ENV)
     assert listed.stdout.startswith("budget paper, path notebook;")
     bad = run(["bash", grid, "--path", "nb", "--list"], env=ENV, check=False)
