@@ -17,7 +17,7 @@ and Adam's defaults in both. An interrupted run resumes from its checkpoint_last
 
 Usage: scripts/study-retrieval.py run [--out DIR] [--protocol budget|paper] [--seeds 3]
            [--settings 2x4,4x8,4x16] [--modes iid,ood] [--widths 32,64] [--ood-widths 64]
-           [--jobs 2] [--updates N]
+           [--jobs 2] [--updates N] [--models mha-h4,comp-s4r8]
            [--only-first N] [--dry-run]
        scripts/study-retrieval.py report [--out DIR] [--doc docs/results-contextual-retrieval.md]
 """
@@ -77,6 +77,8 @@ def plan(args):
             for dim in args.widths if mode == "iid" else args.ood_widths:
                 for seed in range(1, args.seeds + 1):
                     for name, attn in models_for(setting):
+                        if args.models and name not in args.models:
+                            continue
                         heads = attn.get("heads") or attn["searches"]
                         if dim % heads or dim % attn.get("retrievals", heads):
                             continue  # a width the heads do not divide (e.g. 64 heads at d 32)
@@ -259,12 +261,20 @@ def main(argv=None):
         help="widths of the OoD runs (default 64)",
     )
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument(
+        "--models",
+        type=lambda t: parse_list(t, flag="--models"),
+        help="only these models (names as in runs.csv, e.g. mha-h4,comp-s4r8): one queue per core",
+    )
     p.add_argument("--only-first", type=int, help="the first N runs of the plan only")
     p.add_argument("--dry-run", action="store_true", help="print the commands, train nothing")
     p.add_argument("--doc", type=Path, default=ROOT / "docs" / "results-contextual-retrieval.md")
     args = p.parse_args(argv)
     if args.seeds < 1 or args.jobs < 1 or (args.updates is not None and args.updates < 1):
         p.error("--seeds, --jobs and --updates must be >= 1")
+    known = {name for setting in args.settings for name, _ in models_for(setting)}
+    if args.models and set(args.models) - known:
+        p.error(f"--models: unknown {sorted(set(args.models) - known)}; known: {sorted(known)}")
     if args.command == "run":
         cmd_run(args)
     else:
