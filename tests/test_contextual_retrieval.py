@@ -488,6 +488,10 @@ def test_bad_flags_are_one_line_errors(tmp_path):
 
 
 # -- scripts -----------------------------------------------------------------------------------------
+def study_cmd():
+    return ["python", ROOT / "scripts" / "study-retrieval.py"]
+
+
 def test_scripts_print_help_and_refuse_bad_arguments():
     scripts = ROOT / "scripts"
     for cmd in (
@@ -499,8 +503,22 @@ def test_scripts_print_help_and_refuse_bad_arguments():
     bad = run(["bash", scripts / "demo-retrieval.sh", "--dim", "12"], check=False)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     assert "--dim must be a positive multiple of 8" in bad.stderr
-    bad = run(["python", scripts / "study-retrieval.py", "run", "--settings", "3x3"], check=False)
+    study = study_cmd()
+    bad = run([*study, "run", "--settings", "3x3"], check=False)
     assert bad.returncode == 2 and "--settings" in bad.stderr and len(bad.stderr.splitlines()) == 1
+    bad = run([*study, "run", "--settings", "4x8", "--models", "comp-s2r4"], check=False)
+    assert bad.returncode == 2 and "--models: unknown ['comp-s2r4']" in bad.stderr
+    assert len(bad.stderr.splitlines()) == 1
+
+
+def test_study_models_picks_a_queue_of_runs(tmp_path):
+    # --models gives one core a queue of its own, e.g. the slow model on one core, the rest on the other
+    args = ["run", "--out", tmp_path, "--settings", "4x8", "--modes", "iid", "--widths", "64"]
+    dry = run([*study_cmd(), *args, "--seeds", "2", "--models", "mha-h4,comp-s4r8", "--dry-run"])
+    lines = dry.stdout.splitlines()
+    assert lines[0].startswith("4 runs to do (0 done)")
+    assert ["--num-searches" in line for line in lines[1:]] == [False, True, False, True]
+    assert all("--encoder-attention-heads 32" not in line for line in lines)
 
 
 @pytest.mark.slow
