@@ -273,8 +273,9 @@ def main(argv=None):
     if args.seeds < 1 or args.jobs < 1 or (args.updates is not None and args.updates < 1):
         p.error("--seeds, --jobs and --updates must be >= 1")
     known = {name for setting in args.settings for name, _ in models_for(setting)}
-    if args.models and set(args.models) - known:
-        p.error(f"--models: unknown {sorted(set(args.models) - known)}; known: {sorted(known)}")
+    unknown = sorted(set(args.models or ()) - known)
+    if unknown:
+        p.error(f"--models: unknown {unknown}; known: {sorted(known)}")
     if args.command == "run":
         cmd_run(args)
     else:

@@ -496,7 +496,7 @@ def test_scripts_print_help_and_refuse_bad_arguments():
     scripts = ROOT / "scripts"
     for cmd in (
         ["bash", scripts / "demo-retrieval.sh"],
-        ["python", scripts / "study-retrieval.py"],
+        study_cmd(),
         ["python", scripts / "retrieval-specialisation.py"],
     ):
         assert "Usage" in run([*cmd, "--help"]).stdout
