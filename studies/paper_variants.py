@@ -35,8 +35,9 @@ Options:
 class Variant(NamedTuple):
     """A variant: the grid row it changes, the column it runs, the one factor in words, the run
     driver's options (after the paper budget's: a later --warmup wins), the fairseq-train options,
-    and the variant it is compared with (None: its grid row; a variant where the row's default
-    has changed since the variant was trained, e.g. the tagging presets' initialisation)."""
+    the variant it is compared with (None: its grid row; a variant where the row's default
+    has changed since the variant was trained, e.g. the tagging presets' initialisation), and
+    whether each seed draws its own data set (data seed FRESH_DATA_SEED + seed)."""
 
     base: str
     task: str
@@ -44,6 +45,7 @@ class Variant(NamedTuple):
     run_options: tuple = ()
     train_options: tuple = ()
     against: str | None = None
+    fresh_data: bool = False
 
 
 def tagging_variant(factor, base="cogs_tagging_tuned", against=None, **options):
@@ -97,7 +99,7 @@ VARIANTS = {
 
 # The seq2seq notebook's differences from our pipeline (docs/compgen.md, "The authors' notebook
 # and our pipeline"), each alone on rel2-eb-c in the cells far from the paper; --path notebook
-# runs them all at once. The per-seed data sets (row 12) are no variant: seed 1 has ours.
+# runs them all at once. The per-seed data sets (row 12) are the fresh_data variants below.
 NOTEBOOK_FACTORS = {
     "notebook_batches": (
         "batches: a fresh shuffle cut into batches of exactly 64, the last partial "
@@ -139,6 +141,19 @@ for _task in ("dup", "reverse"):
         VARIANTS[f"{_task}_{_factor}"] = Variant(
             "compgen_rel2_eb_c", _task, "notebook: " + _words, _run, _train
         )
+
+# Row 12: the notebook draws the algorithmic data anew for every repetition, ours trains every
+# seed on one data set (--data-seed 1). The variant's data seeds start at 101, so that no seed
+# trains on the row's data set (the notebook path's seed 1 does: it passes the seed itself).
+FRESH_DATA_SEED = 100
+for _task in ("dup", "reverse"):
+    VARIANTS[f"{_task}_fresh_data"] = Variant(
+        "compgen_rel2_eb_c",
+        _task,
+        f"notebook: a data set drawn for each seed (--data-seed {FRESH_DATA_SEED}+SEED) "
+        "instead of one for every seed",
+        fresh_data=True,
+    )
 
 # The row itself again: the same seed and options, today's code, this machine. Floats differ
 # between CPUs (and kernels between versions), so this measures how far a run moves when
@@ -189,8 +204,11 @@ def command(name, seed, out, csv_path):
     """The command of one seed of variant NAME: its row's run in the paper-budget column."""
     v = VARIANTS[name]
     column = next(c for c in grid_plan.PAPER_COLUMNS if c.task == v.task)
+    run_options = v.run_options
+    if v.fresh_data:
+        run_options += ("--data-seed", str(FRESH_DATA_SEED + seed))
     cmd, _ = run_command(
-        seed, column, v.base, Path(out), csv_path, name, v.run_options, v.train_options
+        seed, column, v.base, Path(out), csv_path, name, run_options, v.train_options
     )
     return cmd
 

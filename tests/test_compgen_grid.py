@@ -200,10 +200,25 @@ def test_notebook_factor_variants_add_up_to_the_notebook_path():
             run_options += v.run_options
         assert sorted(train + ["--copy-attend-padding"]) == sorted(compgen_run.NOTEBOOK_TRAIN)
         assert run_options == ["--notebook-padding"]
+        # the notebook path's last difference, its data set per seed (row 12)
+        fresh = paper_variants.VARIANTS[f"{task}_fresh_data"]
+        assert (fresh.base, fresh.task, fresh.against, fresh.fresh_data) == (
+            "compgen_rel2_eb_c",
+            task,
+            None,
+            True,
+        )
+        assert fresh.train_options == fresh.run_options == ()
     cmd = paper_variants.command("dup_copy_padding", 2, "OUT", "V.csv")
     text = " ".join(map(str, cmd))
     assert " compgen-run compgen_rel2_eb_c dup --seed 2 " in text and "--epochs 4 " in text
     assert "--grid-row dup_copy_padding --notebook-padding " in text
+    assert "--data-seed" not in text
+    # each seed its own data set, none of them the row's (--data-seed 1)
+    for seed in (1, 2, 3):
+        text = " ".join(map(str, paper_variants.command("reverse_fresh_data", seed, "O", "V.csv")))
+        assert f" reverse --seed {seed} " in text
+        assert f"--grid-row reverse_fresh_data --data-seed {100 + seed} --out O " in text
 
 
 STUB_RUN = """#!/usr/bin/env bash
