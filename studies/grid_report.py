@@ -41,7 +41,7 @@ import statistics
 from functools import partial
 from pathlib import Path
 
-from . import grid_plan
+from . import grid_plan, study_stats
 from .paper_variants import VARIANTS
 from .report_templates import render
 from .runs import ExperimentError, Parser
@@ -723,16 +723,16 @@ def paper_tagging_table(rows):
 
 
 def _paired_reading(a, b, d):
-    """(95% CI text, paired t-test p text, reading) of the seed differences D = A - B."""
+    """(95% CI text, paired t-test p or None, reading) of the seed differences D = A - B."""
     from scipy import stats as sps
 
     mean, half = _t_interval(d)
     if half is None:
         if len(d) < 2:
-            return "–", "–", "cannot tell"
-        return "–", "–", "helps" if mean > 0 else "hurts" if mean < 0 else "equal"
+            return "–", None, "cannot tell"
+        return "–", None, "helps" if mean > 0 else "hurts" if mean < 0 else "equal"
     ci = f"[{mean - half:+.3f}, {mean + half:+.3f}]"
-    p = f"{sps.ttest_rel(a, b).pvalue:.3f}"
+    p = float(sps.ttest_rel(a, b).pvalue)
     excludes_0 = mean - half > 0 or mean + half < 0
     return ci, p, ("helps" if mean > 0 else "hurts") if excludes_0 else "cannot tell"
 
@@ -748,7 +748,8 @@ def _cpu_ratio(comp_runs, base_runs, seeds):
 
 
 def _paired_row(label, comp, base, comp_runs, base_runs):
-    """The row of one column of PAIRED_COMPARISON, or None when no seed has both runs."""
+    """(the row of one column of PAIRED_COMPARISON with its Holm cell still empty, the paired
+    t-test p or None), or None when no seed has both runs."""
     seeds = sorted(set(comp_runs) & set(base_runs), key=int)
     if not seeds:
         return None
@@ -765,20 +766,22 @@ def _paired_row(label, comp, base, comp_runs, base_runs):
         f"{statistics.fmean(b):.3f}",
         f"{statistics.fmean(d):+.3f}",
         ci,
-        p,
+        "–" if p is None else f"{p:.3f}",
+        None,
         verdict,
         "–" if ratio is None else f"{ratio:.2f}x",
-    ]
+    ], p
 
 
 PAIRED_HEAD = ["column", "pair", "seeds", None, "baseline", "mean Δ", "95% CI (t)", "paired t p"]
-PAIRED_HEAD += ["reading", "CPU ratio"]
+PAIRED_HEAD += ["p (Holm)", "reading", "CPU ratio"]
 
 
 def paired_comparison(rows, pairs=None, labels=None, row_head="compositional", note_unpaired=False):
     """Each compared row against its baseline (PAIRS: row -> baseline; the paper budget's by
     default) on every column of LABELS both have runs of, paired by seed (only seeds both have):
-    mean difference of the reported accuracies, 95% t-interval, paired t-test p, and the CPU-time
+    mean difference of the reported accuracies, 95% t-interval, paired t-test p, that p adjusted
+    by Holm's method over every test of the table (the family a reader scans), and the CPU-time
     ratio; with NOTE_UNPAIRED, a line below the table names the pairs with no seed of both in any
     column (rows whose runs are still to come)."""
     cells = _by_cell(rows)
@@ -795,6 +798,10 @@ def paired_comparison(rows, pairs=None, labels=None, row_head="compositional", n
         unpaired += [] if any(found) else [f"`{comp}` − `{base}`"]
     if not table:
         return "No column has runs of both a compared row and its baseline yet.\n"
+    tested = [(row, p) for row, p in table if p is not None]
+    for (row, _), adjusted in zip(tested, study_stats.holm([p for _, p in tested])):
+        row[8] = f"{adjusted:.3f}"
+    table = [["–" if cell is None else cell for cell in row] for row, _ in table]
     text = markdown_table([row_head if h is None else h for h in PAIRED_HEAD], table)
     if note_unpaired and unpaired:
         text += f"\nNot compared yet (no seed with runs of both): {', '.join(unpaired)}.\n"

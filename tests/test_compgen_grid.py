@@ -442,7 +442,7 @@ def test_comparison_with_rel2_eb_c():
 def test_new_rows_against_their_one_factor_baselines():
     """The position-scheme table: each new row paired by seed with the baseline
     SCHEME_BASELINES names, only on seeds both have; with 2 seeds the t-interval (t = 12.7)
-    rarely excludes 0, and with 1 seed there is none."""
+    rarely excludes 0, and with 1 seed there is none; p (Holm) adjusts the table's tests."""
     report = load_report()
 
     def row(preset, task, seed, acc, cpu=10.0):
@@ -454,6 +454,8 @@ def test_new_rows_against_their_one_factor_baselines():
         row("compgen_rel_eb_c", "reverse", "3", 0.90),  # no T5 seed 3: left out of the pairing
         row("compgen_t5_c", "reverse", "1", 0.30, 20.0),
         row("compgen_t5_c", "reverse", "2", 0.30, 20.0),
+        row("compgen_rope_c", "reverse", "1", 0.10),
+        row("compgen_rope_c", "reverse", "2", 0.35),
         row("compgen_rel2_eb_c", "add", "1", 0.9),
         row("compgen_rel_eb_c", "add", "1", 0.0),
     ]
@@ -462,11 +464,16 @@ def test_new_rows_against_their_one_factor_baselines():
     split = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
     parsed = {tuple(cells[:2]): cells for cells in split}
     t5 = parsed["Reverse", "`compgen_t5_c` − `compgen_rel_eb_c`"]
-    assert t5[2:6] == ["2", "0.300", "0.550", "-0.250"] and t5[9] == "2.00x"
-    assert t5[8] == "cannot tell"  # -0.2, -0.3: t(1) = 12.7 makes the interval include 0
+    assert t5[2:6] == ["2", "0.300", "0.550", "-0.250"] and t5[10] == "2.00x"
+    assert t5[9] == "cannot tell"  # -0.2, -0.3: t(1) = 12.7 makes the interval include 0
+    rope = parsed["Reverse", "`compgen_rope_c` − `compgen_rel_eb_c`"]
+    # Holm over the table's two tests: t5's p = 0.126 (t = -5, 1 df) is the smaller, times 2;
+    # rope's (0.144, times 1) is raised to it, since adjusted p-values never decrease
+    assert (t5[7], rope[7]) == ("0.126", "0.144") and t5[8] == rope[8] == "0.251"
     add = parsed["Add", "`compgen_rel_eb_c` − `compgen_rel2_eb_c`"]
-    assert add[2] == "1" and add[5] == "-0.900" and add[8] == "cannot tell"
-    assert len(lines) == 4
+    assert add[2] == "1" and add[5] == "-0.900" and add[9] == "cannot tell"
+    assert add[7] == add[8] == "–"  # one seed: no test, outside Holm's family
+    assert len(lines) == 5
 
 
 def test_paper_budget_plan_blocks_and_commands(tmp_path):
@@ -668,7 +675,8 @@ def test_paper_budget_report(tmp_path):
     parts = [c.strip() for c in cmp_line.strip("|").split("|")]
     assert parts[2:6] == ["3", "0.733", "0.500", "+0.233"]
     lo, hi = (float(x) for x in parts[6].strip("[]").split(", "))
-    assert 0 < lo < 0.233 < hi and parts[8] == "helps" and parts[9] == "1.50x"
+    assert 0 < lo < 0.233 < hi and parts[9] == "helps" and parts[10] == "1.50x"
+    assert float(parts[7]) <= float(parts[8]) <= 1  # Holm never lowers a p
     tag_line = next(line for line in text.splitlines() if "`cogs_tagging_tuned`" in line)
     assert "0.770 ± 0.028 (2)" in tag_line and "0.784" in tag_line and "-0.014" in tag_line
     seq2seq, tagging = text.split("### Paper budget: COGS tagging per generalisation category")
