@@ -562,6 +562,7 @@ def generated(rows, stats, cat_rows):
         paper_tagging_tuned=f"{PAPER_TAGGING_TUNED:.3f}",
         progress=progress(rows, plan_total()),
         comparison_table=comparison_table(rows, stats),
+        comp_paired=paired_comparison(rows, COMP_BASELINES, COLUMNS),
         scheme_pairs=scheme_pairs,
         scheme_comparison=paired_comparison(
             rows, {r: b for r, (b, _) in SCHEME_BASELINES.items()}, COLUMNS, row_head="row"
@@ -610,9 +611,12 @@ PAPER_TAGGING_ROWS = [  # (row, label, Table 5 value or None); the variants' row
     ("cogs_tagging_base", "base (abs small-2, absolute parent head)", PAPER_TAGGING["compgen_abs"]),
     ("cogs_tagging_tuned_comp", "tuned + compositional attention (S = R = 4; new)", None),
 ]
-PAPER_BASELINES = {  # compared row -> its baseline: the attention apart (and, for _cs, sharing)
+COMP_BASELINES = {  # compositional row -> its baseline: the attention apart (and, for _cs, sharing)
     "compgen_comp_rel2_eb_c": "compgen_rel2_eb_c",
     "compgen_comp_rel2_eb_cs": "compgen_rel2_eb_c",
+}
+PAPER_BASELINES = {  # compared row -> its baseline at the paper's budget
+    **COMP_BASELINES,
     "cogs_tagging_tuned_comp": "cogs_tagging_tuned",
     # the same pair with fairseq's initialisation, the tagging presets' former default (variants)
     "tuned_comp_fairseq_init": "tuned_fairseq_init",
