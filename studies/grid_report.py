@@ -752,8 +752,9 @@ def _cpu_ratio(comp_runs, base_runs, seeds):
 
 
 def _paired_row(label, comp, base, comp_runs, base_runs):
-    """(the row of one column of PAIRED_COMPARISON with its Holm cell still empty, the paired
-    t-test p or None), or None when no seed has both runs."""
+    """(the row of one column of PAIRED_COMPARISON, its Holm cell "–" until paired_comparison
+    adjusts the table's p-values, the paired t-test p or None), or None when no seed has both
+    runs."""
     seeds = sorted(set(comp_runs) & set(base_runs), key=int)
     if not seeds:
         return None
@@ -771,7 +772,7 @@ def _paired_row(label, comp, base, comp_runs, base_runs):
         f"{statistics.fmean(d):+.3f}",
         ci,
         "–" if p is None else f"{p:.3f}",
-        None,
+        "–",
         verdict,
         "–" if ratio is None else f"{ratio:.2f}x",
     ], p
@@ -804,8 +805,8 @@ def paired_comparison(rows, pairs=None, labels=None, row_head="compositional", n
         return "No column has runs of both a compared row and its baseline yet.\n"
     tested = [(row, p) for row, p in table if p is not None]
     for (row, _), adjusted in zip(tested, study_stats.holm([p for _, p in tested])):
-        row[8] = f"{adjusted:.3f}"
-    table = [["–" if cell is None else cell for cell in row] for row, _ in table]
+        row[PAIRED_HEAD.index("p (Holm)")] = f"{adjusted:.3f}"
+    table = [row for row, _ in table]
     text = markdown_table([row_head if h is None else h for h in PAIRED_HEAD], table)
     if note_unpaired and unpaired:
         text += f"\nNot compared yet (no seed with runs of both): {', '.join(unpaired)}.\n"
