@@ -1,11 +1,16 @@
 """Whole-model training step (forward + loss + backward, output layer included) of the plugin's
-presets against the stock model of the same shape, built through fairseq's own parser with
---user-dir, as a user would get them.
+presets against the stock model of the same shape (or, for the compositional-generalisation
+rows, against their baseline rel2-eb-c), built through fairseq's own parser with --user-dir, as a
+user would get them.
 
 Pairs: the compositional and graph (half-dim, weight-gate) IWSLT presets against
 ``transformer_iwslt_de_en`` (B=32 sentences, 30 tokens on both sides, one joined dictionary of
 8,000 words), and the compositional WikiText-103 LM against its baseline twin (tokens per sample
-512). All models are built in one process; each round times one step of every model in a rotating
+512). The ``compgen`` group (``--pairs compgen``) times each position-method row of
+docs/compgen-results.md against ``compgen_rel2_eb_c``, the row the grid pairs it with, at the shape
+the flags give (e.g. Reverse's: ``--batch 64 --src-len 16 --tgt-len 17 --vocab 40``): the grid's
+CPU-time ratios compare runs made on different machines, this one runs both in one process. All
+models are built in one process; each round times one step of every model in a rotating
 order, and the speed ratio is the per-round paired stock_time / preset_time, median (IQR).
 
 Next to each ratio the arithmetic bound: stock FLOPs / preset FLOPs of one step, counted by
@@ -15,6 +20,8 @@ free. ``of bound`` = measured ratio / bound.
 
     python benchmarks/model_step.py --quick     # a few minutes on 2 cores
     python benchmarks/model_step.py --threads 2 --rounds 12
+    python benchmarks/model_step.py --pairs compgen --batch 64 --src-len 16 --tgt-len 17 \
+        --vocab 40 --name compgen-step
 """
 
 import sys
@@ -53,6 +60,11 @@ PAIRS = [
         "compositional_transformer_lm_wiki103_baseline",
     ),
 ]
+# The position-method rows of the compositional-generalisation grid against their baseline (the
+# copy decoder needs a joined dictionary, which Case builds).
+COMPGEN_ROWS = [f"compgen_{s}{n}_c" for n in ("", "2") for s in ("alibi", "t5", "rope", "fire")]
+COMPGEN_ROWS += ["compgen_rel_eb_cope_c", "compgen_fire_rand_c"]
+PAIRS += [(f"compgen-{row[8:-2]}", "translation", row, "compgen_rel2_eb_c") for row in COMPGEN_ROWS]
 
 
 class Case:
@@ -100,7 +112,11 @@ class Case:
 def main():
     parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="4 rounds, LM batch 1")
-    parser.add_argument("--pairs", default="compositional,graph,lm", help="comma list of pairs")
+    parser.add_argument(
+        "--pairs",
+        default="compositional,graph,lm",
+        help="comma list of pairs (compositional, graph, lm, or compgen: every compgen-* pair)",
+    )
     parser.add_argument("--rounds", type=int, default=None, help="timed rounds (default 10)")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--batch", type=int, default=32, help="translation sentences")
@@ -120,7 +136,10 @@ def main():
     args.rounds = args.rounds or (4 if args.quick else 10)
     args.lm_batch = args.lm_batch or (1 if args.quick else 2)
     wanted = args.pairs.split(",")
-    pairs = [p for p in PAIRS if p[0] in wanted]
+    known = {p[0] for p in PAIRS} | {"compgen"}
+    if set(wanted) - known:
+        parser.error(f"--pairs: unknown {sorted(set(wanted) - known)}; known: {sorted(known)}")
+    pairs = [p for p in PAIRS if p[0] in wanted or ("compgen" in wanted and p[0][:8] == "compgen-")]
     dictionary = common.dictionary_of(args.vocab)
 
     cases = {}
@@ -183,12 +202,15 @@ def main():
         f"{args.threads} thread(s); git {m['git']}. Models built by fairseq's parser "
         f"(--user-dir), train mode (preset dropout), joined dictionary of {args.vocab}, output "
         f"layer and cross-entropy included; {args.rounds} interleaved rounds after {args.warmup} "
-        "warm-up steps. Speed: per-round paired stock_time / preset_time, median (IQR), from "
+        "warm-up steps. Speed: per-round paired reference_time / preset_time, median (IQR), from "
         "wall-clock time and from this process's CPU time (time.process_time: robust to other "
         "processes taking the cores; with 1 thread it is the time the step computed). FLOP bound: "
-        "stock FLOPs / preset FLOPs of one step (FlopCounterMode); of bound = speed / bound.",
+        "reference FLOPs / preset FLOPs of one step (FlopCounterMode); of bound = speed / bound.",
         "",
-        "| preset | stock | shape | preset ms wall (CPU) | stock ms wall (CPU) | speed, wall "
+        "Reference: stock fairseq's model of the same shape, or the row's baseline for the "
+        "compgen-* pairs.",
+        "",
+        "| preset | reference | shape | preset ms wall (CPU) | reference ms wall (CPU) | speed, wall "
         "| speed, CPU time | FLOP bound | of bound (wall, CPU) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]

@@ -47,3 +47,19 @@ def test_benchmark_runs_every_case(benchmark, tmp_path):
     assert results, payload
     values = list(medians(results))
     assert values and all(math.isfinite(v) and v > 0 for v in values), values
+
+
+def test_model_step_times_compgen_rows_against_their_baseline(tmp_path):
+    """--pairs compgen-*: a grid row and rel2-eb-c (the baseline the grid pairs it with) in one
+    process, so their cost ratio does not depend on which machine ran which grid cell."""
+    script = ROOT / "benchmarks" / "model_step.py"
+    args = ["--pairs", "compgen-t52,compgen-rel_eb_cope", "--rounds", "1", "--warmup", "1"]
+    args += ["--batch", "4", "--src-len", "6", "--tgt-len", "7", "--vocab", "40", "--device", "cpu"]
+    run([sys.executable, script, *args, "--results", tmp_path, "--name", "smoke"], cwd=tmp_path)
+    results = json.loads((tmp_path / "smoke.json").read_text())["results"]
+    assert sorted(results) == ["compgen-rel_eb_cope", "compgen-t52"]
+    for row in results.values():
+        assert row["stock"] == "compgen_rel2_eb_c" and row["preset"].startswith("compgen_")
+        assert row["cpu_speed_vs_stock"]["median"] > 0
+    bad = run([sys.executable, script, "--pairs", "compgen-nope"], cwd=tmp_path, check=False)
+    assert bad.returncode != 0 and "--pairs: unknown ['compgen-nope']" in bad.stderr
