@@ -138,6 +138,12 @@ class VariantConfig(FairseqDataclass):
     fire_mlp_hidden: int = option(
         32, "--rel-pos fire: hidden ReLU units of the MLP of every attention (FIRE: 32)"
     )
+    fire_threshold: float = option(
+        512.0,
+        "--rel-pos fire: the fixed L0 of the learned threshold L = |s L0| (s starts at 1) that "
+        "distances are normalised by, psi(i - j) / psi(max(L, i)); a smaller L0 spreads short "
+        "distances further apart (FIRE's appendix code: 512)",
+    )
     cope_max_pos: int = option(
         16,
         "--decoder-rel-pos cope: positions of the table (counts beyond are clamped to "
@@ -262,6 +268,8 @@ class VariantConfig(FairseqDataclass):
             )
         if self.fire_mlp_hidden < 1:
             raise PluginConfigError(f"--fire-mlp-hidden must be >= 1 (got {self.fire_mlp_hidden})")
+        if not self.fire_threshold > 0:
+            raise PluginConfigError(f"--fire-threshold must be > 0 (got {self.fire_threshold})")
         self.check_contextual_positions()
         if self.random_positions_max_length < 0:
             raise PluginConfigError(
@@ -419,6 +427,7 @@ class PositionPlan:
     rope_base: float = 10000.0
     fire_mlp_hidden: int = 32
     cope_max_pos: int = 16
+    fire_threshold: float = 512.0
 
 
 @dataclass(frozen=True)
@@ -594,6 +603,7 @@ def position_plan(options, scheme, causal=False):
         options.rope_base,
         options.fire_mlp_hidden,
         options.cope_max_pos,
+        options.fire_threshold,
     )
 
 

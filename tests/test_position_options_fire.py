@@ -41,7 +41,7 @@ def fire_model(extra=(), dtype=torch.float32):
 
 
 def test_fire_options_parse_per_role_and_bad_values_name_their_flag():
-    model, _ = build(FIRE + ["--fire-mlp-hidden", "5"] + TINY)
+    model, _ = build(FIRE + ["--fire-mlp-hidden", "5", "--fire-threshold", "24"] + TINY)
     for attention in (
         model.encoder.layers[0].self_attn,
         model.decoder.layers[0].self_attn,
@@ -50,6 +50,9 @@ def test_fire_options_parse_per_role_and_bad_values_name_their_flag():
         assert isinstance(attention, SDPAMultiheadAttention)
         assert isinstance(attention.relative_positions, FireBias)
         assert attention.relative_positions.mlp[0].out_features == 5
+        assert attention.relative_positions.threshold().item() == 24
+    default, _ = build(FIRE + TINY)
+    assert default.encoder.layers[0].self_attn.relative_positions.threshold().item() == 512
     assert model.encoder.embed_positions is None and model.decoder.embed_positions is None
     mixed, _ = build(["--arch", "compgen_small_2", "--decoder-rel-pos", "fire"])
     assert type(mixed.encoder.layers[0].self_attn) is MultiheadAttention  # fairseq's own
@@ -58,6 +61,8 @@ def test_fire_options_parse_per_role_and_bad_values_name_their_flag():
     assert mixed.encoder.embed_positions is not None and mixed.decoder.embed_positions is None
     with pytest.raises(PluginConfigError, match=r"^--fire-mlp-hidden must be >= 1 \(got 0\)$"):
         build(FIRE + ["--fire-mlp-hidden", "0"])
+    with pytest.raises(PluginConfigError, match=r"^--fire-threshold must be > 0 \(got 0.0\)$"):
+        build(FIRE + ["--fire-threshold", "0"])
     with pytest.raises(PluginConfigError, match="^--encoder-rel-pos fire is not available with"):
         build(["--arch", "variant_transformer", "--encoder-attention-type", "geometric"] + FIRE[2:])
     with pytest.raises(PluginConfigError, match="^--rel-pos-cross needs --rel-pos e, b, eb, al"):

@@ -219,7 +219,7 @@ class RotaryPositions(nn.Module):
 @POSITION_SCHEMES.register("fire")
 def _fire(plan, head_dim, num_heads):
     """FIRE (fire_bias.py): one MLP per attention, as the T5 tables (tied by layer sharing)."""
-    return FireBias(num_heads, mlp_hidden=plan.fire_mlp_hidden)
+    return FireBias(num_heads, mlp_hidden=plan.fire_mlp_hidden, init_threshold=plan.fire_threshold)
 
 
 @POSITION_SCHEMES.register("cope")
