@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 import common  # noqa: E402  (benchmarks/common.py)
 
 from plugin_tools.cli import OneLineParser  # noqa: E402
+from studies.grid_plan import POSITION_ROWS  # noqa: E402
 
 # (name, task, preset with its options, stock reference)
 PAIRS = [
@@ -61,10 +62,13 @@ PAIRS = [
     ),
 ]
 # The position-method rows of the compositional-generalisation grid against their baseline (the
-# copy decoder needs a joined dictionary, which Case builds).
-COMPGEN_ROWS = [f"compgen_{s}{n}_c" for n in ("", "2") for s in ("alibi", "t5", "rope", "fire")]
-COMPGEN_ROWS += ["compgen_rel_eb_cope_c", "compgen_fire_rand_c"]
-PAIRS += [(f"compgen-{row[8:-2]}", "translation", row, "compgen_rel2_eb_c") for row in COMPGEN_ROWS]
+# copy decoder needs a joined dictionary, which Case builds). The digit-position rows (Abacus,
+# coupling) are left out: their ids are read from digit tokens, which the synthetic dictionary lacks.
+PAIRS += [
+    (f"compgen-{row.removeprefix('compgen_')[:-2]}", "translation", row, "compgen_rel2_eb_c")
+    for row in POSITION_ROWS
+    if "abacus" not in row and "coupled" not in row
+]
 
 
 class Case:
@@ -139,7 +143,8 @@ def main():
     known = {p[0] for p in PAIRS} | {"compgen"}
     if set(wanted) - known:
         parser.error(f"--pairs: unknown {sorted(set(wanted) - known)}; known: {sorted(known)}")
-    pairs = [p for p in PAIRS if p[0] in wanted or ("compgen" in wanted and p[0][:8] == "compgen-")]
+    group = "compgen" in wanted  # every compgen-* pair
+    pairs = [p for p in PAIRS if p[0] in wanted or (group and p[0].startswith("compgen-"))]
     dictionary = common.dictionary_of(args.vocab)
 
     cases = {}
