@@ -1,6 +1,6 @@
 """Usage: scripts/compgen-grid-report.py [--budget short|paper] [--csv FILE] [--doc FILE|-]
            [--png FILE] [--runs DIR] [--tagging-runs DIR] [--categories FILE] [--variants-csv FILE]
-           [--notebook-csv FILE]
+           [--notebook-csv FILE] [--notebook-runs DIR] [--notebook-cut-csv FILE]
        (the same: scripts/experiment.py report compgen ...)
 
 `report compgen`: renders the compgen grid (scripts/compgen-grid.sh) in the layout of Ontañón et
@@ -28,7 +28,10 @@ Table 5, the compositional rows against rel2-eb-c paired by seed on each path (m
 accuracy (seq2seq and tagging) of the final checkpoints, kept in --categories (default
 docs/compgen-paper-cogs-categories.csv), the notebook path's runs (--notebook-csv, default
 docs/compgen-paper-notebook.csv: scripts/compgen-grid.sh --path notebook) against ours on the
-same seeds with the paper's value, and every run with its wall and CPU time.
+same seeds with the paper's value, the notebook path's COGS generations scored apart by whether
+the notebook cut the target (studies/cogs_target_cut.py; --notebook-runs, default
+work/compgen-paper-notebook/runs, kept in --notebook-cut-csv, default
+docs/compgen-paper-notebook-cogs-cut.csv), and every run with its wall and CPU time.
 The document holds no dates: the time each run finished stays in the CSV's `date` column.
 
 The tagging column follows the TAGGING table of the grid's plan (grid_plan.py): a row whose
@@ -41,7 +44,7 @@ import statistics
 from functools import partial
 from pathlib import Path
 
-from . import grid_plan, study_stats
+from . import cogs_target_cut, grid_plan, study_stats
 from .paper_variants import VARIANTS
 from .report_templates import render
 from .runs import ExperimentError, Parser
@@ -975,6 +978,30 @@ def position_comparison(rows):
     )
 
 
+STEP_BENCHMARK = ROOT / "benchmarks" / "results" / "compgen-step.json"
+
+
+def step_cost_sentence(path=STEP_BENCHMARK):
+    """The position rows' cost per training step relative to rel2-eb-c, from the whole-model step
+    benchmark (benchmarks/model_step.py --pairs compgen): the range over rows of 1 / the median
+    per-round CPU-time speed, so that it follows the benchmark when it is rerun."""
+    try:
+        results = json.loads(Path(path).read_text())["results"]
+        costs = [1 / r["cpu_speed_vs_stock"]["median"] for r in results.values()]
+    except (OSError, KeyError, ValueError, ZeroDivisionError):
+        costs = []
+    if not costs:
+        return (
+            "The cost of a training step of each row, timed in one process, is not measured yet "
+            "(`benchmarks/model_step.py --pairs compgen`"
+        )
+    return (
+        f"Timed in one process, a training step of each row at Reverse's shape costs "
+        f"{min(costs):.2f}-{max(costs):.2f} times rel2-eb-c's CPU time "
+        f"(`benchmarks/results/compgen-step.md`"
+    )
+
+
 def paper_category_table(cat_rows, task):
     """Per-category COGS accuracy of the final checkpoints (tagging: the official metric), mean
     over seeds, one column per row (preset) in the order of the paper-budget tables."""
@@ -1096,7 +1123,13 @@ def _runs_recorded(path, rows):
     )
 
 
-def paper_generated(rows, cat_rows, variant_rows=(), notebook_rows=()):
+def _table_or(head_rows, message):
+    """The markdown table of (head, rows), or MESSAGE where there are no rows."""
+    head, rows = head_rows
+    return markdown_table(head, rows) if rows else message + "\n"
+
+
+def paper_generated(rows, cat_rows, variant_rows=(), notebook_rows=(), cut_rows=()):
     """The paper-budget block of the document (templates/compgen-paper.md, filled in)."""
     runs_recorded = "Runs recorded, of {} planned per path: {}.".format(
         paper_plan_total(),
@@ -1118,8 +1151,17 @@ def paper_generated(rows, cat_rows, variant_rows=(), notebook_rows=()):
         paired_comparison=paired_comparison(list(rows) + list(variant_rows), note_unpaired=True),
         variants_table=variants_table(rows, variant_rows),
         notebook_table=notebook_table(rows, notebook_rows),
+        notebook_cut_table=_table_or(
+            cogs_target_cut.summary_table(cut_rows, rows, [p for p, _ in PAPER_BUDGET_ROWS]),
+            "No notebook-path COGS run's generations are scored yet.",
+        ),
+        notebook_cut_categories=_table_or(
+            cogs_target_cut.category_table(cut_rows, cat_rows, "compgen_abs"),
+            "No notebook-path COGS run of `compgen_abs` is scored yet.",
+        ),
         position_table=position_table(rows),
         position_comparison=position_comparison(rows),
+        step_cost=step_cost_sentence(),
         seq2seq_categories=paper_category_table(cat_rows, "cogs"),
         tagging_categories=paper_category_table(cat_rows, TAGGING),
         wall_table=paper_wall_table(rows, notebook_rows),
@@ -1166,6 +1208,17 @@ def main(argv=None, prog=None, usage=None):
         default=str(ROOT / "docs" / "compgen-paper-notebook.csv"),
         help="paper budget: the notebook path's runs (scripts/compgen-grid.sh --path notebook)",
     )
+    ap.add_argument(
+        "--notebook-runs",
+        default=str(ROOT / "work" / "compgen-paper-notebook" / "runs"),
+        help="paper budget: the notebook path's run folders (their COGS generations are scored "
+        "apart by whether the notebook cut the target)",
+    )
+    ap.add_argument(
+        "--notebook-cut-csv",
+        default=str(ROOT / "docs" / "compgen-paper-notebook-cogs-cut.csv"),
+        help="paper budget: those scores, kept from the run folders",
+    )
     args = with_budget_defaults(ap.parse_args(argv))
     rows = read_csv(args.csv)
     runs_dir, tagging_runs = existing_dir(args.runs), existing_dir(args.tagging_runs)
@@ -1174,7 +1227,10 @@ def main(argv=None, prog=None, usage=None):
         all_rows = list(rows) + list(variant_rows)
         cat_rows = sync_categories(all_rows, runs_dir, args.categories, tagging_runs, final=True)
         notebook_rows = read_csv(args.notebook_csv)
-        block = paper_generated(rows, cat_rows, variant_rows, notebook_rows)
+        cut_rows = cogs_target_cut.sync(
+            notebook_rows, existing_dir(args.notebook_runs), args.notebook_cut_csv
+        )
+        block = paper_generated(rows, cat_rows, variant_rows, notebook_rows, cut_rows)
         markers = (PAPER_BEGIN, PAPER_END)
         draw = partial(paper_chart, rows, notebook_rows)
     else:

@@ -646,6 +646,8 @@ def test_paper_budget_report(tmp_path):
     args += ["--notebook-csv", str(notebook)]
     args += ["--tagging-runs", str(tmp_path / "tag"), "--variants-csv", str(variants)]
     args += ["--runs", str(tmp_path / "runs"), "--categories", str(cats)]
+    args += ["--notebook-runs", str(tmp_path / "nb-runs")]
+    args += ["--notebook-cut-csv", str(tmp_path / "cut.csv")]
     report.main(args)
     text = doc.read_text()
     assert text.startswith("head\n") and text.endswith("tail\n") and "\nold\n" not in text
@@ -823,3 +825,15 @@ def test_agrees_with_paper_inside_the_interval_or_near_the_mean():
     assert grid_report.agrees_with_paper([0.30, 0.70], 0.9)  # wide interval holds it
     assert not grid_report.agrees_with_paper([0.30, 0.31, 0.29], 0.5)
     assert grid_report.agrees_with_paper([0.46, 0.46], 0.5)  # no spread, within 0.05
+
+
+def test_step_cost_sentence_follows_the_benchmark_file(tmp_path):
+    """The position table's step-cost range is read from the benchmark's JSON (1 / the median
+    CPU-time speed per row), not quoted: a rerun benchmark changes the sentence."""
+    bench = tmp_path / "compgen-step.json"
+    speeds = {"compgen-a": 1.25, "compgen-b": 0.8, "compgen-c": 1.0}
+    results = {k: {"cpu_speed_vs_stock": {"median": v}} for k, v in speeds.items()}
+    bench.write_text(json.dumps({"results": results}))
+    assert "costs 0.80-1.25 times rel2-eb-c's CPU time" in grid_report.step_cost_sentence(bench)
+    missing = grid_report.step_cost_sentence(tmp_path / "absent.json")
+    assert "not measured yet" in missing and "costs" not in missing

@@ -1,0 +1,164 @@
+"""COGS on the authors' notebook path, split by what the notebook does to the gen targets.
+
+The notebook cuts every `[START] lf [END]` longer than its tensor length to its last 63 tokens
+(docs/compgen.md, "The authors' notebook and our pipeline", row 9): 7,023 of the 21,000 gen
+targets, all of cp_recursion and pp_recursion and part of most other categories, are trained on
+and scored as their last 61 tokens. A notebook-path model's gen accuracy therefore mixes two
+tasks: the lines whose targets are whole, the same task as on our path, and the cut lines, an
+easier or harder one. This module scores the two apart from the notebook-path runs' final
+generations, so that the notebook path's gain over ours can be read on the whole-target lines
+alone.
+
+`sync` keeps the counts in a committed CSV (preset, seed, category, target = whole | cut,
+correct, total), refreshed from the run folders where they exist and kept where they do not, so
+that the tables render on any machine.
+"""
+
+import csv
+import gzip
+import json
+from pathlib import Path
+
+from plugin_tools.seq_accuracy import align, parse_generate_output, score
+
+HEADER = ["preset", "seed", "category", "target", "correct", "total"]
+TARGETS = ("whole", "cut")
+
+
+def _corpus_forms(source):
+    """The whole logical forms of the published gen split, in file order (gen.tsv or .tsv.gz)."""
+    gz = Path(source) / "gen.tsv.gz"
+    path = gz if gz.is_file() else Path(source) / "gen.tsv"
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return [line.rstrip("\n").split("\t")[1].split() for line in f if line.strip()]
+
+
+def line_labels(raw):
+    """`category|whole` or `category|cut` for each gen line of a notebook data folder's RAW:
+    cut where the notebook's target (raw/gen.tgt) is not the corpus's whole logical form."""
+    meta = json.loads((raw / "meta.json").read_text())
+    forms = _corpus_forms(meta["source"])
+    targets = [line.split() for line in (raw / "gen.tgt").read_text().splitlines()]
+    categories = (raw / meta["categories"]).read_text().splitlines()
+    if not len(forms) == len(targets) == len(categories):
+        raise ValueError(f"{raw}: gen.tgt, its categories and {meta['source']} differ in length")
+    return [
+        f"{cat}|{'whole' if form == tgt else 'cut'}"
+        for form, tgt, cat in zip(forms, targets, categories)
+    ]
+
+
+def run_counts(run_dir, raw):
+    """{(category, target): (correct, total)} of a notebook-path COGS run's final checkpoint."""
+    lines = (run_dir / "generate-last.out").read_text().splitlines()
+    hyps, _, _ = parse_generate_output(lines)
+    refs = dict(enumerate((raw / "gen.tgt").read_text().splitlines()))
+    hyps, refs = align(hyps, refs, missing_as_wrong=True)
+    per = score(hyps, refs, line_labels(raw))["categories"]
+    return {tuple(k.split("|")): (c["correct"], c["total"]) for k, c in per.items()}
+
+
+def _run_folders(runs_dir, row):
+    """(run folder, its data's raw folder) of notebook CSV row ROW, if both are on disk: the grid
+    writes OUT/runs/PRESET/cogsSUFFIX/seedN and its data to OUT/data/cogsSUFFIX-sN."""
+    for run in sorted(Path(runs_dir, row["preset"]).glob(f"cogs*/seed{row['seed']}")):
+        raw = Path(runs_dir).parent / "data" / f"{run.parent.name}-s{row['seed']}" / "raw"
+        if (run / "generate-last.out").is_file() and (raw / "meta.json").is_file():
+            yield run, raw
+
+
+def sync(notebook_rows, runs_dir, path):
+    """Refresh the CSV at PATH from the run folders under RUNS_DIR (None: none on this machine)
+    and return its rows for the recorded COGS runs of the notebook path."""
+    keep = {}
+    p = Path(path)
+    if p.is_file():
+        with open(p, newline="") as f:
+            for r in csv.DictReader(f):
+                keep[r["preset"], r["seed"], r["category"], r["target"]] = r
+    cogs = [r for r in notebook_rows if r["task"] == "cogs"]
+    for row in cogs if runs_dir is not None else ():
+        for run, raw in _run_folders(runs_dir, row):
+            for (cat, target), (correct, total) in run_counts(run, raw).items():
+                keep[row["preset"], row["seed"], cat, target] = dict(
+                    zip(HEADER, [row["preset"], row["seed"], cat, target, correct, total])
+                )
+    recorded = {(r["preset"], r["seed"]) for r in cogs}
+    out = sorted(
+        (v for k, v in keep.items() if k[:2] in recorded),
+        key=lambda v: (v["preset"], int(v["seed"]), v["category"], v["target"]),
+    )
+    if out:
+        tmp = p.with_suffix(".tmp")
+        with open(tmp, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=HEADER)
+            w.writeheader()
+            w.writerows(out)
+        tmp.replace(p)
+    return out
+
+
+def _accuracy(rows, **match):
+    """Pooled accuracy of the count rows that match every key=value, or None."""
+    sel = [r for r in rows if all(str(r[k]) == str(v) for k, v in match.items())]
+    total = sum(int(r["total"]) for r in sel)
+    return None if not total else sum(int(r["correct"]) for r in sel) / total
+
+
+def _text(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return "–"
+    return f"{sum(values) / len(values):.3f}"
+
+
+def summary_table(cut_rows, our_rows, order):
+    """Per preset: the notebook path's gen accuracy on all lines, on the whole-target lines and on
+    the cut lines (mean over its seeds of each seed's pooled accuracy), against our path's final
+    checkpoints on the same seeds (whole targets, the 2,100-line subsample). (head, rows); no
+    rows before a notebook-path COGS run is scored."""
+    ours = {(r["preset"], r["seed"]): r["accuracy"] for r in our_rows if r["task"] == "cogs"}
+    table = []
+    for preset in order:
+        seeds = sorted({r["seed"] for r in cut_rows if r["preset"] == preset}, key=int)
+        if not seeds:
+            continue
+        first = [r for r in cut_rows if r["preset"] == preset and r["seed"] == seeds[0]]
+        n = {t: sum(int(r["total"]) for r in first if r["target"] == t) for t in TARGETS}
+        cells = [f"`{preset}`", ", ".join(seeds)]
+        cells.append(_text(_accuracy(cut_rows, preset=preset, seed=s) for s in seeds))
+        for t in TARGETS:
+            by_seed = [_accuracy(cut_rows, preset=preset, seed=s, target=t) for s in seeds]
+            cells.append(f"{_text(by_seed)} ({', '.join(f'{v:.3f}' for v in by_seed)})")
+        cells.append(_text(ours.get((preset, s)) for s in seeds))
+        table.append(cells + [f"{n['whole']:,} / {n['cut']:,}"])
+    head = ["row", "seeds", "notebook path, all gen lines", "whole-target lines (per seed)"]
+    head += ["cut-target lines (per seed)", "our path, same seeds", "lines whole / cut"]
+    return head, table
+
+
+def category_table(cut_rows, our_categories, preset):
+    """Per COGS gen category, for PRESET: the share of lines whose targets the notebook cuts, the
+    notebook path's accuracy on the whole-target and on the cut lines (pooled over its seeds),
+    and our path's accuracy on the category (final checkpoints, the same seeds). (head, rows)."""
+    rows = [r for r in cut_rows if r["preset"] == preset]
+    seeds = {r["seed"] for r in rows}
+    ours = [
+        r
+        for r in our_categories
+        if r["task"] == "cogs" and r["preset"] == preset and r["seed"] in seeds
+    ]
+    table = []
+    for cat in sorted({r["category"] for r in rows}):
+        n = {t: sum(int(r["total"]) for r in rows if (r["category"], r["target"]) == (cat, t))
+             for t in TARGETS}  # fmt: skip
+        cells = [cat, f"{n['cut'] / (n['whole'] + n['cut']):.0%}"]
+        for t in TARGETS:
+            v = _accuracy(rows, category=cat, target=t)
+            cells.append("–" if v is None else f"{v:.3f}")
+        mine = _accuracy(ours, category=cat)
+        table.append(cells + ["–" if mine is None else f"{mine:.3f}"])
+    head = ["COGS gen category", "targets cut", "notebook path, whole targets"]
+    head += ["notebook path, cut targets", "our path (whole targets, subsample)"]
+    return head, table
