@@ -14,12 +14,13 @@ correct, total), refreshed from the run folders where they exist and kept where 
 that the tables render on any machine.
 """
 
-import csv
 import gzip
 import json
 from pathlib import Path
 
 from plugin_tools.seq_accuracy import align, parse_generate_output, score
+
+from .runs import refresh_kept_csv
 
 HEADER = ["preset", "seed", "category", "target", "correct", "total"]
 TARGETS = ("whole", "cut")
@@ -71,32 +72,22 @@ def _run_folders(runs_dir, row):
 def sync(notebook_rows, runs_dir, path):
     """Refresh the CSV at PATH from the run folders under RUNS_DIR (None: none on this machine)
     and return its rows for the recorded COGS runs of the notebook path."""
-    keep = {}
-    p = Path(path)
-    if p.is_file():
-        with open(p, newline="") as f:
-            for r in csv.DictReader(f):
-                keep[r["preset"], r["seed"], r["category"], r["target"]] = r
     cogs = [r for r in notebook_rows if r["task"] == "cogs"]
-    for row in cogs if runs_dir is not None else ():
-        for run, raw in _run_folders(runs_dir, row):
-            for (cat, target), (correct, total) in run_counts(run, raw).items():
-                keep[row["preset"], row["seed"], cat, target] = dict(
-                    zip(HEADER, [row["preset"], row["seed"], cat, target, correct, total])
-                )
+    fresh = [
+        dict(zip(HEADER, [row["preset"], row["seed"], cat, target, correct, total]))
+        for row in (cogs if runs_dir is not None else ())
+        for run, raw in _run_folders(runs_dir, row)
+        for (cat, target), (correct, total) in run_counts(run, raw).items()
+    ]
     recorded = {(r["preset"], r["seed"]) for r in cogs}
-    out = sorted(
-        (v for k, v in keep.items() if k[:2] in recorded),
-        key=lambda v: (v["preset"], int(v["seed"]), v["category"], v["target"]),
+    return refresh_kept_csv(
+        path,
+        HEADER,
+        key=lambda r: (r["preset"], r["seed"], r["category"], r["target"]),
+        fresh=fresh,
+        keep=lambda r: (r["preset"], r["seed"]) in recorded,
+        order=lambda r: (r["preset"], int(r["seed"]), r["category"], r["target"]),
     )
-    if out:
-        tmp = p.with_suffix(".tmp")
-        with open(tmp, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=HEADER)
-            w.writeheader()
-            w.writerows(out)
-        tmp.replace(p)
-    return out
 
 
 def _accuracy(rows, **match):

@@ -47,7 +47,7 @@ from pathlib import Path
 from . import cogs_target_cut, grid_plan, study_stats
 from .paper_variants import VARIANTS
 from .report_templates import render
-from .runs import ExperimentError, Parser
+from .runs import ExperimentError, Parser, refresh_kept_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN = "<!-- BEGIN GENERATED (scripts/compgen-grid-report.py; do not edit by hand) -->"
@@ -407,38 +407,22 @@ def sync_categories(rows, runs_dir, path, tagging_runs_dir=None, final=False):
     `final` the final checkpoint's, accuracy-last.json and pred-last/); keep rows of lost runs,
     so that the committed CSV renders the tables on a machine without the run folders."""
     header = ["preset", "task", "seed", "category", "correct", "total", "accuracy"]
-    keep = {}
-    p = Path(path)
-    if p.is_file():
-        with open(p, newline="") as f:
-            for r in csv.DictReader(f):
-                keep[r["preset"], r["task"], r["seed"], r["category"]] = r
-    for r in rows:
-        for acc in _category_files(r, runs_dir, tagging_runs_dir, final):
-            for cat, c in json.loads(acc.read_text()).get("categories", {}).items():
-                keep[r["preset"], r["task"], r["seed"], cat] = {
-                    "preset": r["preset"],
-                    "task": r["task"],
-                    "seed": r["seed"],
-                    "category": cat,
-                    "correct": c["correct"],
-                    "total": c["total"],
-                    "accuracy": f"{c['accuracy']:.6f}",
-                }
+    fresh = [
+        dict(zip(header, [r["preset"], r["task"], r["seed"], cat, c["correct"], c["total"]]))
+        | {"accuracy": f"{c['accuracy']:.6f}"}
+        for r in rows
+        for acc in _category_files(r, runs_dir, tagging_runs_dir, final)
+        for cat, c in json.loads(acc.read_text()).get("categories", {}).items()
+    ]
     recorded = {(r["preset"], r["task"], r["seed"]) for r in rows}
-    out = [v for k, v in keep.items() if k[:3] in recorded]
-    if out:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_suffix(".tmp")
-        with open(tmp, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=header)
-            w.writeheader()
-            for v in sorted(
-                out, key=lambda v: (v["task"], v["preset"], int(v["seed"]), v["category"])
-            ):
-                w.writerow(v)
-        tmp.replace(p)
-    return out
+    return refresh_kept_csv(
+        path,
+        header,
+        key=lambda v: (v["preset"], v["task"], v["seed"], v["category"]),
+        fresh=fresh,
+        keep=lambda v: (v["preset"], v["task"], v["seed"]) in recorded,
+        order=lambda v: (v["task"], v["preset"], int(v["seed"]), v["category"]),
+    )
 
 
 def per_category_table(cat_rows, task, order, head):
@@ -1177,6 +1161,32 @@ def write_block(doc_path, begin, end, block):
     doc.write_text(head + block + rest.split(end, 1)[1])
 
 
+# The paper budget's other inputs: (flag, default under the checkout, what it holds).
+PAPER_BUDGET_FILES = [
+    (
+        "--variants-csv",
+        "docs/compgen-paper-variants.csv",
+        "the one-factor variants of its rows (scripts/paper-variants.sh)",
+    ),
+    (
+        "--notebook-csv",
+        "docs/compgen-paper-notebook.csv",
+        "the notebook path's runs (scripts/compgen-grid.sh --path notebook)",
+    ),
+    (
+        "--notebook-runs",
+        "work/compgen-paper-notebook/runs",
+        "the notebook path's run folders (their COGS generations are scored apart by whether "
+        "the notebook cut the target)",
+    ),
+    (
+        "--notebook-cut-csv",
+        "docs/compgen-paper-notebook-cogs-cut.csv",
+        "those scores, kept from the run folders",
+    ),
+]
+
+
 def main(argv=None, prog=None, usage=None):
     ap = Parser(__doc__)
     ap.add_argument("--budget", choices=("short", "paper"), default="short")
@@ -1198,27 +1208,8 @@ def main(argv=None, prog=None, usage=None):
         help="per-category COGS CSV, kept from the run folders (default "
         "docs/compgen-grid-cogs-categories.csv; paper: docs/compgen-paper-cogs-categories.csv)",
     )
-    ap.add_argument(
-        "--variants-csv",
-        default=str(ROOT / "docs" / "compgen-paper-variants.csv"),
-        help="paper budget: the one-factor variants of its rows (scripts/paper-variants.sh)",
-    )
-    ap.add_argument(
-        "--notebook-csv",
-        default=str(ROOT / "docs" / "compgen-paper-notebook.csv"),
-        help="paper budget: the notebook path's runs (scripts/compgen-grid.sh --path notebook)",
-    )
-    ap.add_argument(
-        "--notebook-runs",
-        default=str(ROOT / "work" / "compgen-paper-notebook" / "runs"),
-        help="paper budget: the notebook path's run folders (their COGS generations are scored "
-        "apart by whether the notebook cut the target)",
-    )
-    ap.add_argument(
-        "--notebook-cut-csv",
-        default=str(ROOT / "docs" / "compgen-paper-notebook-cogs-cut.csv"),
-        help="paper budget: those scores, kept from the run folders",
-    )
+    for flag, default, what in PAPER_BUDGET_FILES:
+        ap.add_argument(flag, default=str(ROOT / default), help=f"paper budget: {what}")
     args = with_budget_defaults(ap.parse_args(argv))
     rows = read_csv(args.csv)
     runs_dir, tagging_runs = existing_dir(args.runs), existing_dir(args.tagging_runs)

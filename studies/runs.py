@@ -355,6 +355,27 @@ def read_rows(path):
         return list(csv.DictReader(f))
 
 
+def refresh_kept_csv(path, header, key, fresh, keep, order):
+    """The rows of a CSV kept from run folders that may be gone: PATH's rows updated with FRESH
+    (rows read from the run folders on this machine; KEY(row) identifies a row), those for which
+    KEEP(row) holds (the runs still recorded), sorted by ORDER; written back atomically under
+    HEADER when there are any, so that a committed CSV renders its tables on a machine without
+    the run folders."""
+    kept = {key(r): r for r in read_rows(path)}
+    kept.update((key(r), r) for r in fresh)
+    out = sorted((r for r in kept.values() if keep(r)), key=order)
+    if out:
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_suffix(".tmp")
+        with open(tmp, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=header)
+            w.writeheader()
+            w.writerows(out)
+        tmp.replace(p)
+    return out
+
+
 def done_cells(path):
     """{(preset, task, seed)} of the rows of a results CSV (a grid's finished cells)."""
     return {(r["preset"], r["task"], r["seed"]) for r in read_rows(path)}
