@@ -121,7 +121,8 @@ def summary_table(cut_rows, our_rows, order):
         cells.append(_text(_accuracy(cut_rows, preset=preset, seed=s) for s in seeds))
         for t in TARGETS:
             by_seed = [_accuracy(cut_rows, preset=preset, seed=s, target=t) for s in seeds]
-            cells.append(f"{_text(by_seed)} ({', '.join(f'{v:.3f}' for v in by_seed)})")
+            each = ", ".join("–" if v is None else f"{v:.3f}" for v in by_seed)
+            cells.append(f"{_text(by_seed)} ({each})")
         cells.append(_text(ours.get((preset, s)) for s in seeds))
         table.append(cells + [f"{n['whole']:,} / {n['cut']:,}"])
     head = ["row", "seeds", "notebook path, all gen lines", "whole-target lines (per seed)"]
