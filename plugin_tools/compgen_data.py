@@ -469,9 +469,14 @@ def read_cogs(path):
     return pairs, cats
 
 
+def cogs_gen_path(raw):
+    """The published COGS gen split in folder RAW: gen.tsv.gz where it is, else gen.tsv."""
+    return raw / "gen.tsv.gz" if (raw / "gen.tsv.gz").is_file() else raw / "gen.tsv"
+
+
 def load_cogs(task, raw, counts, seed, explicit, options=None):
     rng = random.Random(f"{task}/{seed}")
-    gen_path = raw / "gen.tsv.gz" if (raw / "gen.tsv.gz").is_file() else raw / "gen.tsv"
+    gen_path = cogs_gen_path(raw)
     splits, cats = {}, {}
     for name, fname in (("train", "train.tsv"), ("valid", "dev.tsv"), ("test", "test.tsv")):
         splits[name], _ = read_cogs(_need(raw / fname))

@@ -14,10 +14,10 @@ correct, total), refreshed from the run folders where they exist and kept where 
 that the tables render on any machine.
 """
 
-import gzip
 import json
 from pathlib import Path
 
+from plugin_tools.compgen_data import cogs_gen_path, read_cogs
 from plugin_tools.seq_accuracy import align, parse_generate_output, score
 
 from .runs import refresh_kept_csv
@@ -26,27 +26,18 @@ HEADER = ["preset", "seed", "category", "target", "correct", "total"]
 TARGETS = ("whole", "cut")
 
 
-def _corpus_forms(source):
-    """The whole logical forms of the published gen split, in file order (gen.tsv or .tsv.gz)."""
-    gz = Path(source) / "gen.tsv.gz"
-    path = gz if gz.is_file() else Path(source) / "gen.tsv"
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return [line.rstrip("\n").split("\t")[1].split() for line in f if line.strip()]
-
-
-def line_labels(raw):
-    """`category|whole` or `category|cut` for each gen line of a notebook data folder's RAW:
-    cut where the notebook's target (raw/gen.tgt) is not the corpus's whole logical form."""
+def line_labels(raw, targets):
+    """`category|whole` or `category|cut` for each gen line of a notebook data folder's RAW, whose
+    TARGETS (the lines of raw/gen.tgt) are the forms the notebook scores: cut where a target is
+    not the corpus's whole logical form."""
     meta = json.loads((raw / "meta.json").read_text())
-    forms = _corpus_forms(meta["source"])
-    targets = [line.split() for line in (raw / "gen.tgt").read_text().splitlines()]
+    pairs, _ = read_cogs(cogs_gen_path(Path(meta["source"])))
     categories = (raw / meta["categories"]).read_text().splitlines()
-    if not len(forms) == len(targets) == len(categories):
+    if not len(pairs) == len(targets) == len(categories):
         raise ValueError(f"{raw}: gen.tgt, its categories and {meta['source']} differ in length")
     return [
-        f"{cat}|{'whole' if form == tgt else 'cut'}"
-        for form, tgt, cat in zip(forms, targets, categories)
+        f"{cat}|{'whole' if form == tgt.split() else 'cut'}"
+        for (_, form), tgt, cat in zip(pairs, targets, categories)
     ]
 
 
@@ -54,9 +45,9 @@ def run_counts(run_dir, raw):
     """{(category, target): (correct, total)} of a notebook-path COGS run's final checkpoint."""
     lines = (run_dir / "generate-last.out").read_text().splitlines()
     hyps, _, _ = parse_generate_output(lines)
-    refs = dict(enumerate((raw / "gen.tgt").read_text().splitlines()))
-    hyps, refs = align(hyps, refs, missing_as_wrong=True)
-    per = score(hyps, refs, line_labels(raw))["categories"]
+    targets = (raw / "gen.tgt").read_text().splitlines()
+    hyps, refs = align(hyps, dict(enumerate(targets)), missing_as_wrong=True)
+    per = score(hyps, refs, line_labels(raw, targets))["categories"]
     return {tuple(k.split("|")): (c["correct"], c["total"]) for k, c in per.items()}
 
 

@@ -37,7 +37,8 @@ def notebook_run(tmp_path, hyps):
 def test_labels_counts_and_a_csv_that_outlives_the_run_folders(tmp_path):
     # line 0 (cut) right, line 1 (whole) right, line 2 (cut) wrong, line 3 (whole) missing
     raw, run = notebook_run(tmp_path, {0: "c d", 1: "e f", 2: "x y"})
-    assert cut.line_labels(raw) == ["cat1|cut", "cat1|whole", "cat2|cut", "cat2|whole"]
+    targets = (raw / "gen.tgt").read_text().splitlines()
+    assert cut.line_labels(raw, targets) == ["cat1|cut", "cat1|whole", "cat2|cut", "cat2|whole"]
     assert cut.run_counts(run, raw) == {
         ("cat1", "cut"): (1, 1),
         ("cat1", "whole"): (1, 1),
@@ -78,6 +79,5 @@ def test_labels_counts_and_a_csv_that_outlives_the_run_folders(tmp_path):
 
 def test_a_corpus_that_does_not_match_the_targets_is_an_error(tmp_path):
     raw, _ = notebook_run(tmp_path, {})
-    (raw / "gen.tgt").write_text("only one line\n")
     with pytest.raises(ValueError, match="differ in length"):
-        cut.line_labels(raw)
+        cut.line_labels(raw, ["only one line"])
